@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-perf: perftest-style UD latency (ping-pong, RTT/2) and bandwidth
+ * (streaming) tests over rdgram drivers.
+ *
+ *   rdgram-perf [EAL args --] [options]
+ *
+ * With no arguments: an in-process loopback, two poll lcores joined by a
+ * net_ring pair, through the software RoCEv2 driver, both tests.
+ */
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <rte_eal.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
+#include "perf_config.h"
+#include "perf_tests.h"
+#include "rdgram/config.h"
+#include "rdgram/runtime.h"
+#include "soft_device.h"
+
+using namespace rdgram;
+using namespace rdgram::perf;
+
+namespace {
+
+struct endpoint {
+	const char *role;
+	const endpoint_config *self;
+	const endpoint_config *other;
+	soft::soft_device dev;
+	soft::soft_queue q;
+	peer to{};
+	lcore_cpu where{};
+};
+
+/* Opens the soft device on port_id for an endpoint and creates, on the
+ * control thread, the AH to its peer. */
+int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_id)
+{
+	soft::soft_config sc;
+	sc.port_id = port_id;
+	sc.set_mac = true;
+	sc.mac = e.self->mac;
+	sc.addresses = {e.self->address};
+	sc.pkey = c.pkey;
+	sc.mtu = c.mtu;
+	sc.max_ah = c.max_ah;
+	sc.neighbours = {{e.other->address, e.other->mac}};
+	sc.qsbr = rt.qsbr();
+	if (int rc = e.dev.open(sc); rc != 0) {
+		fprintf(stderr, "rdgram-perf: %s port: %s\n", e.role, e.dev.error().c_str());
+		return rc;
+	}
+	e.dev.init_queue(0, e.q);
+	e.q.add_qp(e.self->qpn, e.self->qkey);
+
+	ibv_ah_attr a{};
+	a.is_global = 1;
+	a.port_num = 1;
+	a.grh.sgid_index = 0;
+	a.grh.hop_limit = 64;
+	memcpy(a.grh.dgid.raw, e.other->address.raw, 16);
+	int err = 0;
+	ah_handle h = ah_null;
+	rt.ctl().call([&] { h = e.dev.create_ah(a, &err); });
+	if (err != 0) {
+		fprintf(stderr, "rdgram-perf: %s: creating the AH to %s failed: %s\n", e.role,
+			format_gid(e.other->address).c_str(), strerror(err));
+		return err;
+	}
+	e.to = peer{h, e.other->qpn, e.other->qkey};
+	return 0;
+}
+
+struct run_ctx {
+	const perf_config *c;
+	runtime *rt;
+	endpoint *ep;
+	uint64_t deadline;
+	bool ok = false;
+	uint64_t served = 0;
+	std::vector<lat_result> lat;
+	std::vector<bw_result> bw;
+};
+
+int server_main(void *arg)
+{
+	auto *x = static_cast<run_ctx *>(arg);
+	x->rt->bind_this_thread(x->ep->where.cpu);
+	unsigned tid = rte_lcore_id();
+	poll_thread_online(x->rt->qsbr(), tid);
+	loop_env env{x->rt->qsbr(), tid, x->deadline};
+	x->ok = serve(x->ep->q, x->ep->to, x->c->inline_size, env, &x->served);
+	poll_thread_offline(x->rt->qsbr(), tid);
+	return 0;
+}
+
+int client_main(void *arg)
+{
+	auto *x = static_cast<run_ctx *>(arg);
+	const perf_config &c = *x->c;
+	x->rt->bind_this_thread(x->ep->where.cpu);
+	unsigned tid = rte_lcore_id();
+	poll_thread_online(x->rt->qsbr(), tid);
+	loop_env env{x->rt->qsbr(), tid, x->deadline};
+	const bool do_lat = c.test != "bw", do_bw = c.test != "lat";
+	x->ok = true;
+	if (do_lat) {
+		client_params cp{c.size, c.lat_iters, c.warmup, c.inline_size, c.tx_depth, c.use_imm, !do_bw};
+		std::vector<double> samples;
+		lat_result r;
+		if (client_lat(x->ep->q, x->ep->dev.mempool(), x->ep->to, cp, env, samples, &r))
+			x->lat.push_back(r);
+		else
+			x->ok = false;
+	}
+	if (do_bw && x->ok) {
+		client_params cp{c.size, c.bw_iters, 0, c.inline_size, c.tx_depth, c.use_imm, true};
+		bw_result r;
+		if (client_bw(x->ep->q, x->ep->dev.mempool(), x->ep->to, cp, env, &r))
+			x->bw.push_back(r);
+		else
+			x->ok = false;
+	}
+	poll_thread_offline(x->rt->qsbr(), tid);
+	return 0;
+}
+
+/* Probes a vdev from devargs and returns its port id. */
+int probe_port(const std::string &devargs, uint16_t *port)
+{
+	std::string name = devargs.substr(0, devargs.find(','));
+	if (rte_eth_dev_get_port_by_name(name.c_str(), port) == 0)
+		return 0; /* given with --vdev on the EAL command line */
+	int rc = rte_dev_probe(devargs.c_str());
+	if (rc < 0) {
+		fprintf(stderr, "rdgram-perf: cannot probe '%s': %s\n", devargs.c_str(), strerror(-rc));
+		return -rc;
+	}
+	if (rte_eth_dev_get_port_by_name(name.c_str(), port) != 0) {
+		fprintf(stderr, "rdgram-perf: '%s' created no ethdev port\n", devargs.c_str());
+		return ENODEV;
+	}
+	return 0;
+}
+
+bool wait_link_up(uint16_t port, uint64_t deadline)
+{
+	rte_eth_link l{};
+	while (rte_rdtsc() < deadline) {
+		if (rte_eth_link_get_nowait(port, &l) == 0 && l.link_status == RTE_ETH_LINK_UP)
+			return true;
+		rte_delay_us_sleep(10000);
+	}
+	return false;
+}
+
+void print_counters(const char *role, const qp_counters &k)
+{
+	bool any = false;
+	k.for_each([&](const char *name, const char *, uint64_t v) {
+		if (v != 0 && strncmp(name, "rx_pkts", 7) != 0 && strncmp(name, "tx_pkts", 7) != 0 &&
+		    strncmp(name, "rx_bytes", 8) != 0 && strncmp(name, "tx_bytes", 8) != 0) {
+			if (!any)
+				fprintf(stderr, " %s counters:", role);
+			fprintf(stderr, " %s=%lu", name, (unsigned long)v);
+			any = true;
+		}
+	});
+	if (any)
+		fprintf(stderr, "\n");
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+	split_args sa = split_command_line(argc, argv);
+	perf_config c;
+
+	CLI::App app{"rdgram-perf: UD latency and bandwidth tests (perftest-style) over rdgram drivers.\n"
+		     "Usage: rdgram-perf [EAL args --] [options]. With no options: in-process loopback over "
+		     "a net_ring pair, latency then bandwidth.",
+		     "rdgram-perf"};
+	app.get_formatter()->column_width(34);
+	std::string cfg_path;
+	std::string test, mode;
+	uint32_t size = 0, inline_size = 0, tx_depth = 0, cq_mod = 0;
+	uint64_t iters = 0, warmup = 0;
+	double timeout = 0;
+	bool json = false, imm = false;
+	app.add_option("-c,--config", cfg_path, "TOML config file (see config/); options below override it");
+	app.add_option("--test", test, "lat (ping-pong), bw (streaming) or both [both]")
+		->check(CLI::IsMember({"lat", "bw", "both"}));
+	app.add_option("--mode", mode, "loopback (in-process), server or client [loopback]")
+		->check(CLI::IsMember({"loopback", "server", "client"}));
+	app.add_option("-s,--size", size, "payload bytes per message [64]")->check(CLI::Range(0u, 4096u));
+	app.add_option("-n,--iters", iters, "iterations (lat default 10000, bw default 1000000)")
+		->check(CLI::Range(uint64_t(1), uint64_t(10000000000ull)));
+	app.add_option("--warmup", warmup, "latency pings not measured [1000]");
+	app.add_option("-I,--inline-size", inline_size,
+		       "payloads up to this size are sent inline (copied from the app); larger ones from an "
+		       "mbuf the app fills [236]")
+		->check(CLI::Range(0u, 4096u));
+	app.add_option("-t,--tx-depth", tx_depth, "send WRs posted per burst (postlist; soft: at most 32) [128]")
+		->check(CLI::Range(1u, 65536u));
+	app.add_option("-Q,--cq-mod", cq_mod,
+		       "signal one send in N; the soft driver has no send CQ, so it has no effect there [64]")
+		->check(CLI::Range(1u, 1024u));
+	app.add_option("--timeout", timeout, "seconds after which every loop stops by itself [60]")
+		->check(CLI::Range(0.1, 86400.0));
+	app.add_flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
+	app.add_flag("--json", json, "print results as JSON lines instead of tables");
+	try {
+		std::vector<std::string> rev(sa.app.rbegin(), sa.app.rend());
+		app.parse(rev);
+	} catch (const CLI::CallForHelp &e) {
+		return app.exit(e);
+	} catch (const CLI::ParseError &e) {
+		fprintf(stderr, "rdgram-perf: %s (see --help)\n", e.what());
+		return 2;
+	}
+	try {
+		if (!cfg_path.empty())
+			load_perf_config(cfg_path, c);
+	} catch (const config_error &e) {
+		fprintf(stderr, "rdgram-perf: %s\n", e.what());
+		return 2;
+	}
+	if (!test.empty())
+		c.test = test;
+	if (!mode.empty())
+		c.mode = mode;
+	if (app.count("--size"))
+		c.size = size;
+	if (app.count("--iters"))
+		c.lat_iters = c.bw_iters = iters;
+	if (app.count("--warmup"))
+		c.warmup = warmup;
+	if (app.count("--inline-size"))
+		c.inline_size = inline_size;
+	if (app.count("--tx-depth"))
+		c.tx_depth = tx_depth;
+	if (app.count("--cq-mod"))
+		c.cq_mod = cq_mod;
+	if (app.count("--timeout"))
+		c.timeout_s = timeout;
+	c.json |= json;
+	c.use_imm |= imm;
+	if (c.size > c.mtu) {
+		fprintf(stderr, "rdgram-perf: size %u is above the path MTU %u\n", c.size, c.mtu);
+		return 2;
+	}
+	if (c.mode != "loopback" && (c.mode == "server" ? c.server.vdev : c.client.vdev).empty()) {
+		fprintf(stderr, "rdgram-perf: mode %s needs %s.vdev in the config (a DPDK port, e.g. net_memif)\n",
+			c.mode.c_str(), c.mode.c_str());
+		return 2;
+	}
+
+	runtime rt;
+	const std::string &lc = c.mode == "server" ? c.server.lcores : c.mode == "client" ? c.client.lcores : "";
+	if (rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0], lc) != 0) {
+		fprintf(stderr, "rdgram-perf: %s\n", rt.error().c_str());
+		return 1;
+	}
+	const uint64_t deadline = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
+	int status = 0;
+	{
+		endpoint srv{"server", &c.server, &c.client, {}, {}, {}, {}};
+		endpoint cli{"client", &c.client, &c.server, {}, {}, {}, {}};
+		run_ctx sx{&c, &rt, &srv, deadline, false, 0, {}, {}};
+		run_ctx cx{&c, &rt, &cli, deadline, false, 0, {}, {}};
+
+		if (c.mode == "loopback") {
+			rte_ring *r0 = rte_ring_create("rdgram_lo0", 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+			rte_ring *r1 = rte_ring_create("rdgram_lo1", 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+			int ps = r0 && r1 ? rte_eth_from_rings("rdgram_srv", &r0, 1, &r1, 1, 0) : -1;
+			int pc = r0 && r1 ? rte_eth_from_rings("rdgram_cli", &r1, 1, &r0, 1, 0) : -1;
+			if (ps < 0 || pc < 0) {
+				fprintf(stderr, "rdgram-perf: cannot create the net_ring loopback pair\n");
+				return 1;
+			}
+			auto lcores = rt.poll_lcores(rte_eth_dev_socket_id(uint16_t(ps)));
+			/* The client runs on the main lcore, the server on a worker. */
+			lcore_cpu main_l{rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
+			const lcore_cpu *worker = nullptr;
+			for (const auto &l : lcores)
+				if (l.lcore != main_l.lcore) {
+					worker = &l;
+					break;
+				}
+			if (worker == nullptr) {
+				fprintf(stderr, "rdgram-perf: loopback needs two lcores (EAL -l with two CPUs)\n");
+				return 2;
+			}
+			srv.where = *worker;
+			cli.where = main_l;
+			if (open_endpoint(rt, c, srv, uint16_t(ps)) != 0 || open_endpoint(rt, c, cli, uint16_t(pc)) != 0)
+				return 1;
+			if (!c.json)
+				printf(" rdgram-perf: loopback, soft RoCEv2 driver over net_ring, %s, server lcore %u "
+				       "(cpu %u), client lcore %u (cpu %u)\n",
+				       c.server.address.is_v4_mapped() ? "IPv4" : "IPv6", srv.where.lcore,
+				       srv.where.cpu, cli.where.lcore, cli.where.cpu);
+			rte_eal_remote_launch(server_main, &sx, srv.where.lcore);
+			client_main(&cx);
+			rte_eal_wait_lcore(srv.where.lcore);
+		} else {
+			endpoint &me = c.mode == "server" ? srv : cli;
+			uint16_t port;
+			if (probe_port(me.self->vdev, &port) != 0)
+				return 1;
+			auto lcores = rt.poll_lcores(rte_eth_dev_socket_id(port));
+			me.where = {rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
+			if (open_endpoint(rt, c, me, port) != 0)
+				return 1;
+			if (c.mode == "client" && !wait_link_up(port, deadline)) {
+				fprintf(stderr, "rdgram-perf: link to the server never came up (is it running?)\n");
+				return 1;
+			}
+			if (!c.json)
+				printf(" rdgram-perf: %s on %s, lcore %u (cpu %u)\n", c.mode.c_str(),
+				       me.self->vdev.c_str(), me.where.lcore, me.where.cpu);
+			if (c.mode == "server") {
+				server_main(&sx);
+				if (!c.json)
+					printf(" server: answered %lu data messages in the last test%s\n",
+					       (unsigned long)sx.served, sx.ok ? "" : " (stopped at the timeout)");
+			} else {
+				client_main(&cx);
+			}
+		}
+		const bool is_client = c.mode != "server";
+		if (is_client) {
+			if (c.json) {
+				for (const auto &r : cx.lat)
+					printf("%s\n", lat_json(r).c_str());
+				for (const auto &r : cx.bw)
+					printf("%s\n", bw_json(r).c_str());
+			} else {
+				if (!cx.lat.empty())
+					print_lat_table(stdout, cx.lat);
+				if (!cx.bw.empty())
+					print_bw_table(stdout, cx.bw);
+			}
+			for (const auto &r : cx.lat)
+				if (r.lost != 0)
+					fprintf(stderr, " latency: %lu pings timed out and were re-sent\n",
+						(unsigned long)r.lost);
+			if (!cx.ok) {
+				fprintf(stderr, "rdgram-perf: the test did not complete before the %.1f s timeout\n",
+					c.timeout_s);
+				status = 1;
+			}
+		} else if (!sx.ok) {
+			status = 1;
+		}
+		if (c.mode == "loopback") {
+			print_counters("server", srv.q.counters());
+			print_counters("client", cli.q.counters());
+		} else {
+			print_counters(c.mode.c_str(), (c.mode == "server" ? srv : cli).q.counters());
+		}
+		fflush(stdout);
+		rt.ctl().call([&] {
+			srv.dev.destroy_ah(srv.to.ah);
+			cli.dev.destroy_ah(cli.to.ah);
+		});
+	}
+	rt.fini();
+	return status;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "perf_config.h"
+
+#include "rdgram/config.h"
+
+namespace rdgram::perf {
+
+perf_config::perf_config()
+{
+	parse_mac("02:00:00:00:00:01", &server.mac);
+	parse_mac("02:00:00:00:00:02", &client.mac);
+	parse_ip("10.0.0.1", &server.address);
+	parse_ip("10.0.0.2", &client.address);
+	server.qpn = 0x100;
+	client.qpn = 0x101;
+}
+
+static void load_endpoint(table_reader t, endpoint_config &e)
+{
+	e.vdev = t.get_string("vdev", e.vdev);
+	e.mac = t.get_mac("mac", e.mac);
+	if (auto a = t.get_ip("address")) {
+		if (a->is_multicast() || a->is_zero())
+			t.fail("address", "a unicast IPv4 or IPv6 address");
+		e.address = *a;
+	}
+	e.qpn = uint32_t(t.get_int("qpn", e.qpn, 2, 0xffffff));
+	/* A privileged Q_Key (high bit set) needs privilege on real HCAs. */
+	e.qkey = uint32_t(t.get_int("qkey", e.qkey, 0, 0x7fffffff));
+	e.lcores = t.get_string("lcores", e.lcores);
+	t.finish();
+}
+
+void load_perf_config(const std::string &path, perf_config &c)
+{
+	toml::table root = parse_config_file(path);
+	table_reader r(root, "", path);
+	if (auto t = r.get_table("perf")) {
+		c.test = t->get_enum("test", c.test, {"lat", "bw", "both"});
+		c.mode = t->get_enum("mode", c.mode, {"loopback", "server", "client"});
+		c.size = uint32_t(t->get_int("size", c.size, 0, 4096));
+		c.lat_iters = uint64_t(t->get_int("lat_iterations", int64_t(c.lat_iters), 1, 100000000));
+		c.bw_iters = uint64_t(t->get_int("bw_iterations", int64_t(c.bw_iters), 1, 10000000000));
+		c.warmup = uint64_t(t->get_int("warmup", int64_t(c.warmup), 0, 10000000));
+		c.inline_size = uint32_t(t->get_int("inline_size", c.inline_size, 0, 4096));
+		c.tx_depth = uint32_t(t->get_int("tx_depth", c.tx_depth, 1, 65536));
+		c.cq_mod = uint32_t(t->get_int("cq_mod", c.cq_mod, 1, 1024));
+		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 86400);
+		c.use_imm = t->get_bool("immediate", c.use_imm);
+		t->finish();
+	}
+	if (auto t = r.get_table("eal")) {
+		c.eal_args = t->get_string_array("args");
+		t->finish();
+	}
+	if (auto t = r.get_table("port")) {
+		c.mtu = uint32_t(t->get_int("mtu", c.mtu, 256, 4096));
+		if (c.mtu & (c.mtu - 1))
+			t->fail("mtu", "one of 256, 512, 1024, 2048, 4096");
+		c.pkey = uint16_t(t->get_int("pkey", c.pkey, 1, 0xffff));
+		c.max_ah = uint32_t(t->get_int("max_ah", c.max_ah, 1, 1 << 24));
+		t->finish();
+	}
+	if (auto t = r.get_table("server"))
+		load_endpoint(*t, c.server);
+	if (auto t = r.get_table("client"))
+		load_endpoint(*t, c.client);
+	r.finish();
+	if (c.server.address.is_v4_mapped() != c.client.address.is_v4_mapped())
+		throw config_error(path + ":1:1: server.address and client.address must both be IPv4 or both IPv6");
+}
+
+} // namespace rdgram::perf

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-perf settings: built-in defaults (the in-process loopback), then a
+ * TOML file (-c), then command-line options, each overriding the last.
+ */
+#ifndef RDGRAM_PERF_CONFIG_H
+#define RDGRAM_PERF_CONFIG_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <rte_ether.h>
+
+#include "rdgram/wire.h"
+
+namespace rdgram::perf {
+
+struct endpoint_config {
+	std::string vdev;          /* DPDK devargs; "" in loopback: a net_ring pair */
+	rte_ether_addr mac{};
+	wire::gid address{};
+	uint32_t qpn = 0;
+	uint32_t qkey = 0x11111111;
+	std::string lcores;        /* EAL -l for this role when no EAL args given */
+};
+
+struct perf_config {
+	std::string test = "both";     /* lat | bw | both */
+	std::string mode = "loopback"; /* loopback | server | client */
+	uint32_t size = 64;
+	uint64_t lat_iters = 10000;
+	uint64_t bw_iters = 1000000;
+	uint64_t warmup = 1000;
+	uint32_t inline_size = 236;
+	uint32_t tx_depth = 128;
+	uint32_t cq_mod = 64;
+	double timeout_s = 60;
+	bool json = false;
+	bool use_imm = false;
+	std::vector<std::string> eal_args; /* used when none on the command line */
+	uint32_t mtu = 4096;
+	uint16_t pkey = 0xffff;
+	uint32_t max_ah = 65536;
+	endpoint_config server, client;
+
+	perf_config();
+};
+
+/* Applies a TOML file; throws config_error with file:line:column. */
+void load_perf_config(const std::string &path, perf_config &cfg);
+
+} // namespace rdgram::perf
+
+#endif

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * The control thread: one thread, created with DPDK's control-thread API
+ * (rte_ctrl_thread_create: off the poll cores), that owns every slow or
+ * blocking operation (AH create/destroy, neighbour resolution, reclamation).
+ * Other threads hand it work over an rte_ring, never by taking a lock with
+ * it: application threads may wait for the answer (call), poll threads never
+ * wait (post, then look at the request's done flag later).
+ */
+#ifndef RDGRAM_CONTROL_H
+#define RDGRAM_CONTROL_H
+
+#include <atomic>
+#include <functional>
+#include <pthread.h>
+#include <vector>
+
+#include <rte_ring.h>
+
+namespace rdgram {
+
+struct ctl_request {
+	/* Runs on the control thread. */
+	void (*fn)(ctl_request *) = nullptr;
+	void *arg = nullptr;
+	int result = 0;
+	std::atomic<bool> done{false};
+};
+
+class control_thread {
+public:
+	control_thread() = default;
+	control_thread(const control_thread &) = delete;
+	control_thread &operator=(const control_thread &) = delete;
+	~control_thread() { stop(); }
+
+	/* Creates the ring and the thread. (Main thread.) 0 or an errno value. */
+	int start(const char *name = "rdgram-ctl");
+	/* Stops and joins the thread after it has run every queued request. */
+	void stop();
+
+	/* Queues r without waiting. (Multi-producer safe; poll-thread safe: no
+	 * syscall, no lock.) Returns false when the ring is full. */
+	bool post(ctl_request *r)
+	{
+		r->done.store(false, std::memory_order_relaxed);
+		return rte_ring_mp_enqueue(ring_, r) == 0;
+	}
+
+	/* Runs f on the control thread and waits for it. (Any thread but the
+	 * control thread and the poll threads.) */
+	void call(const std::function<void()> &f);
+
+	/* Adds work the control thread does on every pass (reclamation,
+	 * timers). (Before start.) */
+	void add_periodic(std::function<void()> f) { periodic_.push_back(std::move(f)); }
+
+	bool on_control_thread() const;
+	bool running() const { return running_.load(std::memory_order_acquire); }
+
+private:
+	static void *main(void *arg);
+	rte_ring *ring_ = nullptr;
+	pthread_t tid_{};
+	std::atomic<bool> running_{false};
+	std::atomic<bool> stop_{false};
+	std::vector<std::function<void()>> periodic_;
+};
+
+} // namespace rdgram
+
+#endif

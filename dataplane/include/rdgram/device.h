@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * The control-path interface every driver implements. Virtual calls are
+ * fine here: nothing in this file runs per packet.
+ */
+#ifndef RDGRAM_DEVICE_H
+#define RDGRAM_DEVICE_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <infiniband/verbs.h>
+
+#include "rdgram/ud.h"
+#include "rdgram/wire.h"
+
+namespace rdgram {
+
+enum class link_layer : uint8_t { infiniband, ethernet };
+
+/* The port facts the AH layer needs (ibv_query_port + the GID table). */
+struct port_attr {
+	link_layer link = link_layer::ethernet;
+	bool grh_required = true; /* IBV_QPF_GRH_REQUIRED: RoCE always */
+	uint32_t max_ah = 0;      /* ibv_device_attr.max_ah */
+	uint32_t active_mtu = 0;  /* bytes: largest UD payload */
+	uint16_t pkey = 0xffff;   /* P_Key table entry 0 */
+	uint16_t lid = 0;
+	int numa_node = 0;
+	std::vector<wire::gid> gids; /* index = sgid_index */
+};
+
+class device {
+public:
+	virtual ~device() = default;
+	virtual const char *driver_name() const = 0;
+	virtual const port_attr &port() const = 0;
+
+	/* ibv_create_ah(3) semantics. (Control thread only.) Returns a live
+	 * handle, or ah_null with *err set to an errno value. */
+	virtual ah_handle create_ah(const ibv_ah_attr &attr, int *err) = 0;
+	/* ibv_destroy_ah(3) semantics. (Control thread only.) 0 or an errno
+	 * value; a stale or already destroyed handle gives EINVAL. */
+	virtual int destroy_ah(ah_handle h) = 0;
+	/* Frees AH slots whose grace period has ended. (Control thread only.) */
+	virtual void reclaim() {}
+	virtual uint32_t live_ahs() const = 0;
+};
+
+} // namespace rdgram
+
+#endif

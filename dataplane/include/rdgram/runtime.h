@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * Runtime: EAL start-up with DPDK's convention for apps (EAL arguments, then
+ * "--", then the app's own), container-friendly defaults, hwloc placement of
+ * poll threads on the device's NUMA node, the control thread, and the QSBR
+ * variable poll threads report quiescence to.
+ */
+#ifndef RDGRAM_RUNTIME_H
+#define RDGRAM_RUNTIME_H
+
+#include <string>
+#include <vector>
+
+#include <hwloc.h>
+#include <rte_rcu_qsbr.h>
+
+#include "rdgram/control.h"
+
+namespace rdgram {
+
+/* Splits argv at the first "--": before it, EAL arguments; after, the app's.
+ * With no "--", every argument is the app's and the EAL gets defaults. */
+struct split_args {
+	std::vector<std::string> eal;
+	std::vector<std::string> app;
+	bool eal_given = false;
+};
+split_args split_command_line(int argc, char **argv);
+
+/* EAL arguments that run in a container: every CPU this process may use as
+ * an lcore, no PCI scan, a private --file-prefix, and hugepages only when
+ * some are free (else --no-huge with -m mem_mb and --no-shconf: DPDK 22.11
+ * refuses --in-memory together with --no-huge). */
+std::vector<std::string> default_eal_args(unsigned mem_mb = 512, const std::string &lcores = "");
+
+/* True when the system has at least one free hugepage of any size. */
+bool hugepages_available();
+
+/* Poll-core placement from an hwloc topology: of the candidate lcores
+ * (lcore id -> OS cpu), those whose CPU lies in NUMA node numa_node come
+ * first, in order, then the rest. numa_node < 0 means "no preference". */
+struct lcore_cpu {
+	unsigned lcore;
+	unsigned cpu;
+};
+std::vector<lcore_cpu> order_by_numa(hwloc_topology_t topo, int numa_node,
+				     const std::vector<lcore_cpu> &candidates);
+/* NUMA node (hwloc logical index... os index) of an OS cpu, or -1. */
+int numa_of_cpu(hwloc_topology_t topo, unsigned cpu);
+
+class runtime {
+public:
+	runtime() = default;
+	runtime(const runtime &) = delete;
+	runtime &operator=(const runtime &) = delete;
+	~runtime();
+
+	/* Initializes the EAL (from eal_args, or defaults when empty), hwloc and
+	 * the QSBR variable, and starts the control thread. Returns 0, or an
+	 * errno value with a message in error(). */
+	int init(const std::vector<std::string> &eal_args, const char *prog,
+		 const std::string &default_lcores = "");
+	void fini();
+
+	/* The lcores (main included) ordered for a device on numa_node. */
+	std::vector<lcore_cpu> poll_lcores(int numa_node) const;
+	/* Binds the calling thread to one CPU with hwloc. 0 or errno. */
+	int bind_this_thread(unsigned cpu) const;
+
+	control_thread &ctl() { return ctl_; }
+	rte_rcu_qsbr *qsbr() const { return qs_; }
+	hwloc_topology_t topology() const { return topo_; }
+	const std::string &error() const { return err_; }
+	const std::vector<std::string> &eal_args() const { return eal_args_; }
+
+private:
+	bool eal_up_ = false;
+	hwloc_topology_t topo_ = nullptr;
+	rte_rcu_qsbr *qs_ = nullptr;
+	control_thread ctl_;
+	std::string err_;
+	std::vector<std::string> eal_args_;
+};
+
+/* Poll thread registration with the runtime's QSBR variable (thread id =
+ * lcore id). Quiescent-state reports are a store each: no syscall. */
+inline void poll_thread_online(rte_rcu_qsbr *qs, unsigned tid)
+{
+	rte_rcu_qsbr_thread_register(qs, tid);
+	rte_rcu_qsbr_thread_online(qs, tid);
+}
+inline void poll_thread_offline(rte_rcu_qsbr *qs, unsigned tid)
+{
+	rte_rcu_qsbr_thread_offline(qs, tid);
+	rte_rcu_qsbr_thread_unregister(qs, tid);
+}
+
+} // namespace rdgram
+
+#endif

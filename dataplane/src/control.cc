@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "rdgram/control.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+namespace rdgram {
+
+namespace {
+struct call_ctx {
+	const std::function<void()> *f;
+};
+void run_call(ctl_request *r) { (*static_cast<call_ctx *>(r->arg)->f)(); }
+thread_local bool tls_is_ctl = false;
+} // namespace
+
+int control_thread::start(const char *name)
+{
+	static std::atomic<unsigned> seq{0};
+	char rname[RTE_RING_NAMESIZE];
+	snprintf(rname, sizeof(rname), "rdgram_ctl%u", seq.fetch_add(1));
+	ring_ = rte_ring_create(rname, 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
+	if (ring_ == nullptr)
+		return rte_errno;
+	stop_.store(false);
+	int rc = rte_ctrl_thread_create(&tid_, name, nullptr, &control_thread::main, this);
+	if (rc != 0) {
+		rte_ring_free(ring_);
+		ring_ = nullptr;
+		return rc < 0 ? -rc : rc;
+	}
+	running_.store(true, std::memory_order_release);
+	return 0;
+}
+
+void control_thread::stop()
+{
+	if (!running_.load())
+		return;
+	stop_.store(true, std::memory_order_release);
+	pthread_join(tid_, nullptr);
+	running_.store(false);
+	rte_ring_free(ring_);
+	ring_ = nullptr;
+}
+
+bool control_thread::on_control_thread() const { return tls_is_ctl; }
+
+void control_thread::call(const std::function<void()> &f)
+{
+	if (tls_is_ctl) {
+		f();
+		return;
+	}
+	call_ctx ctx{&f};
+	ctl_request r;
+	r.fn = run_call;
+	r.arg = &ctx;
+	while (!post(&r)) {
+		timespec ts{0, 10000};
+		nanosleep(&ts, nullptr);
+	}
+	/* Application thread: sleeping while the control thread works is fine. */
+	unsigned spins = 0;
+	while (!r.done.load(std::memory_order_acquire)) {
+		if (++spins > 64) {
+			timespec ts{0, 2000};
+			nanosleep(&ts, nullptr);
+		}
+	}
+}
+
+void *control_thread::main(void *arg)
+{
+	auto *self = static_cast<control_thread *>(arg);
+	tls_is_ctl = true;
+	void *batch[64];
+	long idle_ns = 20000;
+	for (;;) {
+		bool stopping = self->stop_.load(std::memory_order_acquire);
+		unsigned n = rte_ring_sc_dequeue_burst(self->ring_, batch, 64, nullptr);
+		for (unsigned i = 0; i < n; i++) {
+			auto *r = static_cast<ctl_request *>(batch[i]);
+			r->fn(r);
+			r->done.store(true, std::memory_order_release);
+		}
+		for (auto &p : self->periodic_)
+			p();
+		if (n == 0) {
+			if (stopping)
+				break;
+			/* Idle: the control thread may sleep; poll threads never wait
+			 * for it synchronously. The nap grows from 20 us to 1 ms while
+			 * idle (it shares a core with an lcore on small machines) and
+			 * drops back at the first request. */
+			timespec ts{0, idle_ns};
+			nanosleep(&ts, nullptr);
+			if (idle_ns < 1000000)
+				idle_ns += idle_ns / 2;
+		} else {
+			idle_ns = 20000;
+		}
+	}
+	return nullptr;
+}
+
+} // namespace rdgram

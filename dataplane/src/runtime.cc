@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "rdgram/runtime.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dirent.h>
+#include <fstream>
+#include <sched.h>
+#include <unistd.h>
+
+#include <rte_cpuflags.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_net_crc.h>
+
+namespace rdgram {
+
+split_args split_command_line(int argc, char **argv)
+{
+	split_args s;
+	int dd = -1;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dd = i;
+			break;
+		}
+	if (dd < 0) {
+		for (int i = 1; i < argc; i++)
+			s.app.emplace_back(argv[i]);
+		return s;
+	}
+	s.eal_given = true;
+	for (int i = 1; i < dd; i++)
+		s.eal.emplace_back(argv[i]);
+	for (int i = dd + 1; i < argc; i++)
+		s.app.emplace_back(argv[i]);
+	return s;
+}
+
+bool hugepages_available()
+{
+	DIR *d = opendir("/sys/kernel/mm/hugepages");
+	if (d == nullptr)
+		return false;
+	bool any = false;
+	while (dirent *e = readdir(d)) {
+		if (strncmp(e->d_name, "hugepages-", 10) != 0)
+			continue;
+		std::ifstream f(std::string("/sys/kernel/mm/hugepages/") + e->d_name + "/free_hugepages");
+		long n = 0;
+		if (f >> n && n > 0)
+			any = true;
+	}
+	closedir(d);
+	return any;
+}
+
+std::vector<std::string> default_eal_args(unsigned mem_mb, const std::string &lcores)
+{
+	std::vector<std::string> a;
+	cpu_set_t cs;
+	CPU_ZERO(&cs);
+	std::string list;
+	if (sched_getaffinity(0, sizeof(cs), &cs) == 0) {
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &cs)) {
+				if (!list.empty())
+					list += ',';
+				list += std::to_string(c);
+			}
+	}
+	if (!lcores.empty())
+		list = lcores;
+	if (!list.empty()) {
+		a.push_back("-l");
+		a.push_back(list);
+	}
+	a.push_back("--no-pci");
+	a.push_back("--file-prefix=rdgram-" + std::to_string(getpid()));
+	if (hugepages_available()) {
+		a.push_back("--in-memory");
+	} else {
+		a.push_back("--no-huge");
+		a.push_back("--no-shconf");
+		a.push_back("-m");
+		a.push_back(std::to_string(mem_mb));
+	}
+	a.push_back("--log-level=lib.eal:warning");
+	a.push_back("--log-level=pmd.net.memif:warning");
+	return a;
+}
+
+int numa_of_cpu(hwloc_topology_t topo, unsigned cpu)
+{
+	hwloc_obj_t pu = hwloc_get_pu_obj_by_os_index(topo, cpu);
+	if (pu == nullptr)
+		return -1;
+	hwloc_obj_t n = nullptr;
+	while ((n = hwloc_get_next_obj_by_type(topo, HWLOC_OBJ_NUMANODE, n)) != nullptr)
+		if (hwloc_bitmap_isset(n->cpuset, cpu))
+			return int(n->os_index);
+	return -1;
+}
+
+std::vector<lcore_cpu> order_by_numa(hwloc_topology_t topo, int numa_node,
+				     const std::vector<lcore_cpu> &cands)
+{
+	std::vector<lcore_cpu> local, other;
+	for (const auto &c : cands) {
+		if (numa_node >= 0 && numa_of_cpu(topo, c.cpu) == numa_node)
+			local.push_back(c);
+		else
+			other.push_back(c);
+	}
+	local.insert(local.end(), other.begin(), other.end());
+	return local;
+}
+
+runtime::~runtime() { fini(); }
+
+int runtime::init(const std::vector<std::string> &eal_args, const char *prog,
+		  const std::string &default_lcores)
+{
+	eal_args_ = eal_args.empty() ? default_eal_args(512, default_lcores) : eal_args;
+	/* AVX-512 makes rte_net_crc (the ICRC) much faster on long payloads;
+	 * the EAL caps SIMD width at 256 bits unless told otherwise. */
+	if (eal_args.empty() && rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512F) > 0)
+		eal_args_.push_back("--force-max-simd-bitwidth=512");
+	std::vector<char *> argv;
+	argv.push_back(const_cast<char *>(prog));
+	for (auto &s : eal_args_)
+		argv.push_back(s.data());
+	argv.push_back(nullptr);
+	int rc = rte_eal_init(int(argv.size() - 1), argv.data());
+	if (rc < 0) {
+		err_ = std::string("EAL initialisation failed: ") + rte_strerror(rte_errno);
+		return rte_errno ? rte_errno : EINVAL;
+	}
+	eal_up_ = true;
+	/* Pick the fastest CRC the CPU and the SIMD cap allow. */
+	rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
+
+	if (hwloc_topology_init(&topo_) != 0 || hwloc_topology_load(topo_) != 0) {
+		err_ = "hwloc topology load failed";
+		return EIO;
+	}
+	size_t sz = rte_rcu_qsbr_get_memsize(RTE_MAX_LCORE);
+	qs_ = static_cast<rte_rcu_qsbr *>(rte_zmalloc("rdgram_qsbr", sz, RTE_CACHE_LINE_SIZE));
+	if (qs_ == nullptr || rte_rcu_qsbr_init(qs_, RTE_MAX_LCORE) != 0) {
+		err_ = "cannot allocate the QSBR variable";
+		return ENOMEM;
+	}
+	if (int e = ctl_.start(); e != 0) {
+		err_ = std::string("cannot start the control thread: ") + strerror(e);
+		return e;
+	}
+	return 0;
+}
+
+void runtime::fini()
+{
+	ctl_.stop();
+	if (qs_ != nullptr) {
+		rte_free(qs_);
+		qs_ = nullptr;
+	}
+	if (topo_ != nullptr) {
+		hwloc_topology_destroy(topo_);
+		topo_ = nullptr;
+	}
+	if (eal_up_) {
+		rte_eal_cleanup();
+		eal_up_ = false;
+	}
+}
+
+std::vector<lcore_cpu> runtime::poll_lcores(int numa_node) const
+{
+	std::vector<lcore_cpu> c;
+	unsigned l;
+	RTE_LCORE_FOREACH(l) {
+		c.push_back({l, rte_lcore_to_cpu_id(int(l)) < 0 ? l : unsigned(rte_lcore_to_cpu_id(int(l)))});
+	}
+	return order_by_numa(topo_, numa_node, c);
+}
+
+int runtime::bind_this_thread(unsigned cpu) const
+{
+	hwloc_bitmap_t set = hwloc_bitmap_alloc();
+	hwloc_bitmap_only(set, cpu);
+	int rc = hwloc_set_cpubind(topo_, set, HWLOC_CPUBIND_THREAD | HWLOC_CPUBIND_STRICT);
+	if (rc != 0)
+		rc = hwloc_set_cpubind(topo_, set, HWLOC_CPUBIND_THREAD);
+	hwloc_bitmap_free(set);
+	return rc == 0 ? 0 : errno;
+}
+
+} // namespace rdgram

@@ -1,0 +1,577 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * drivers/soft data path: RoCEv2 UD in software over one DPDK ethdev queue.
+ * Everything a poll thread runs per packet is in this file, inline.
+ *
+ * TX copies the AH's prebuilt Eth/IP/UDP template (the software twin of the
+ * mlx5 AV), writes BTH/DETH/[ImmDt], and computes the ICRC in place: the
+ * fields the RoCEv2 annex masks (the 8 pseudo-LRH bytes before the IP header,
+ * IPv4 TOS/TTL/checksum or IPv6 traffic class/flow label/hop limit, the UDP
+ * checksum and BTH byte 4) are first written as all ones, the CRC runs over
+ * the contiguous bytes with rte_net_crc, then the real values go in.
+ *
+ * RX checks, in order, every field a RoCE HCA checks for a UD QP and counts
+ * each drop under its reason (stats.h). A delivered packet is rearranged in
+ * its own mbuf into verbs' layout: 40-byte GRH area, then the payload.
+ */
+#ifndef RDGRAM_SOFT_DATAPATH_H
+#define RDGRAM_SOFT_DATAPATH_H
+
+#include <cstring>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_memcpy.h>
+#include <rte_net_crc.h>
+#include <rte_prefetch.h>
+
+#include "rdgram/ah_table.h"
+#include "rdgram/stats.h"
+#include "rdgram/ud.h"
+#include "rdgram/wire.h"
+
+namespace rdgram::soft {
+
+/* The soft AV: the Eth/IP/UDP headers of every packet to one destination,
+ * with lengths and checksums left zero, plus what TX needs to finish them.
+ * One cache line per AH (the 48-byte mlx5 AV's counterpart). */
+struct alignas(64) soft_av {
+	uint8_t hdr[wire::addr_len_v6]; /* 62: Eth/IPv6/UDP, or Eth/IPv4/UDP + spare */
+	uint8_t l3;                     /* 4 or 6 */
+	uint8_t addr_len;               /* 42 or 62 */
+};
+static_assert(sizeof(soft_av) == 64);
+/* For IPv4 the spare bytes after the 42 header bytes hold the one's
+ * complement partial sum of the IPv4 header without its total length, so
+ * TX finishes the checksum with one add. */
+inline constexpr size_t av_v4_csum_off = 44;
+
+inline uint16_t fold_csum(uint32_t s)
+{
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return uint16_t(~s);
+}
+
+/* A UD QP as the data path sees it. */
+struct soft_qp {
+	uint32_t qpn;
+	uint32_t qkey;
+	uint32_t psn; /* next send PSN, 24 bits */
+};
+
+/* Port facts the data path checks against (copied per queue). */
+struct soft_port_view {
+	uint16_t pkey = 0xffff;
+	uint32_t mtu = 4096; /* path MTU: largest UD payload */
+	uint8_t n_v4 = 0, n_v6 = 0;
+	rte_be32_t v4[4]{};
+	uint8_t v6[4][16]{};
+};
+
+/* Pseudo-LRH + masked field values of the RoCEv2 ICRC (Annex A17.3.3). */
+inline constexpr uint64_t icrc_ones64 = ~0ull;
+
+/* P_Key match, IBA 10.9.3: same 15-bit partition, at least one full member. */
+inline bool pkey_match(uint16_t a, uint16_t b)
+{
+	return ((a ^ b) & 0x7fff) == 0 && ((a | b) & 0x8000) != 0;
+}
+
+/*
+ * One poll thread's queue on a soft port: the ud_driver policy.
+ * (NOT multi-thread safe: owned by one poll thread.)
+ */
+class soft_queue {
+public:
+	static constexpr unsigned max_burst = 32;
+	static constexpr unsigned max_qps = 8;
+	static constexpr unsigned tx_stash_size = 2 * max_burst;
+
+	soft_queue() = default;
+
+	/* Setup (control path). */
+	void attach(uint16_t port, uint16_t queue, rte_mempool *mp,
+		    const ah_table<soft_av> *ahs, const soft_port_view &view)
+	{
+		port_ = port;
+		queue_ = queue;
+		mp_ = mp;
+		ahs_ = ahs;
+		view_ = view;
+	}
+	int add_qp(uint32_t qpn, uint32_t qkey)
+	{
+		if (nqp_ == max_qps)
+			return ENOSPC;
+		qps_[nqp_++] = soft_qp{qpn, qkey, 0};
+		return 0;
+	}
+	soft_qp *qp(unsigned i) { return i < nqp_ ? &qps_[i] : nullptr; }
+	unsigned nb_qps() const { return nqp_; }
+	/* Which local QP sends (its QPN goes in DETH); index into qps. */
+	void select_send_qp(unsigned i) { sq_ = i; }
+	const qp_counters &counters() const { return ctr_; }
+	qp_counters &counters_mut() { return ctr_; }
+	uint16_t port_id() const { return port_; }
+	rte_mempool *mempool() const { return mp_; }
+
+	/* Built packets the port has not taken yet. */
+	unsigned tx_pending() const { return nstash_; }
+
+	/* Receive buffers come from the port's mempool: nothing to post. */
+	void post_recvs() {}
+
+	/* Pushes built packets still waiting for room in the port queue. */
+	void tx_flush()
+	{
+		if (nstash_ == 0)
+			return;
+		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, nstash_);
+		if (sent < nstash_) {
+			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
+			ctr_.tx_port_full++;
+		}
+		nstash_ -= sent;
+	}
+
+	/* Accepts up to n send WRs; returns how many it took (the caller keeps
+	 * the rest). An accepted WR that cannot be sent (stale AH, payload over
+	 * the MTU, unusable mbuf) is dropped and counted, its mbuf freed. */
+	uint16_t tx_burst(send_wr *wrs, uint16_t n)
+	{
+		tx_flush();
+		unsigned room = tx_stash_size - nstash_;
+		if (n > room)
+			n = uint16_t(room);
+		if (n > max_burst)
+			n = max_burst;
+		if (n == 0)
+			return 0;
+
+		/* Buffers for inline sends, in one bulk get. */
+		rte_mbuf *fresh[max_burst];
+		unsigned ninl = 0;
+		for (unsigned i = 0; i < n; i++)
+			ninl += (wrs[i].flags & send_inline) != 0;
+		if (ninl != 0 && rte_pktmbuf_alloc_bulk(mp_, fresh, ninl) != 0) {
+			ctr_.tx_no_mbuf++;
+			/* Take the WRs before the first inline one, if any. */
+			unsigned k = 0;
+			while (k < n && !(wrs[k].flags & send_inline))
+				k++;
+			n = uint16_t(k);
+			ninl = 0;
+		}
+
+		soft_qp &sq = qps_[sq_];
+		unsigned used = 0;
+		for (unsigned i = 0; i < n; i++) {
+			send_wr &wr = wrs[i];
+			rte_mbuf *m = (wr.flags & send_inline) ? fresh[used++] : wr.mbuf;
+			if (likely(build(wr, sq, m)))
+				stash_[nstash_++] = m;
+			else
+				rte_pktmbuf_free(m);
+		}
+
+		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, nstash_);
+		if (sent < nstash_) {
+			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
+			ctr_.tx_port_full++;
+		}
+		nstash_ -= sent;
+		return n;
+	}
+
+	/* Receives up to n completions. Every frame read from the port is
+	 * either delivered or dropped and counted. */
+	uint16_t rx_burst(recv_wc *wcs, uint16_t n)
+	{
+		if (n > max_burst)
+			n = max_burst;
+		rte_mbuf *pkts[max_burst];
+		uint16_t nb = rte_eth_rx_burst(port_, queue_, pkts, n);
+		uint16_t out = 0;
+		for (uint16_t i = 0; i < nb; i++) {
+			if (i + 1 < nb)
+				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+			if (likely(parse(pkts[i], wcs[out])))
+				out++;
+			else
+				rte_pktmbuf_free(pkts[i]);
+		}
+		return out;
+	}
+
+	/* Exposed for tests and the ICRC benchmark. */
+	bool build(const send_wr &wr, soft_qp &sq, rte_mbuf *m);
+	bool parse(rte_mbuf *m, recv_wc &wc);
+
+	/* The RoCEv2 ICRC of a frame whose masked fields are already all ones:
+	 * CRC-32 over [l3 - 8, end of pad). Stored little-endian after the pad. */
+	static uint32_t icrc_of(const uint8_t *l3_minus8, uint32_t len)
+	{
+		return rte_net_crc_calc(l3_minus8, len, RTE_NET_CRC32_ETH);
+	}
+
+	/* Verifies the ICRC of a frame in place; restores every byte. */
+	static bool icrc_ok(uint8_t *frame, bool v4, uint32_t l3_off, uint32_t icrc_off);
+
+private:
+	uint16_t port_ = 0, queue_ = 0;
+	unsigned sq_ = 0;
+	unsigned nqp_ = 0;
+	unsigned nstash_ = 0;
+	rte_mempool *mp_ = nullptr;
+	const ah_table<soft_av> *ahs_ = nullptr;
+	soft_qp qps_[max_qps]{};
+	soft_port_view view_{};
+	qp_counters ctr_{};
+	rte_mbuf *stash_[tx_stash_size];
+};
+static_assert(ud_driver<soft_queue>);
+
+inline bool soft_queue::build(const send_wr &wr, soft_qp &sq, rte_mbuf *m)
+{
+	const soft_av *av = ahs_->lookup(wr.ah);
+	if (unlikely(av == nullptr)) {
+		ctr_.tx_stale_ah++;
+		return false;
+	}
+	const bool inl = (wr.flags & send_inline) != 0;
+	const bool imm = (wr.flags & send_imm) != 0;
+	const uint32_t paylen = inl ? wr.inline_len : rte_pktmbuf_pkt_len(m);
+	if (unlikely(paylen > view_.mtu)) {
+		ctr_.tx_too_long++;
+		return false;
+	}
+	const bool v4 = av->l3 == 4;
+	const uint32_t addr_len = v4 ? wire::addr_len_v4 : wire::addr_len_v6;
+	const uint32_t hdr_len = addr_len + wire::bth_len + wire::deth_len + (imm ? wire::immdt_len : 0);
+	const unsigned pad = wire::pad_for(paylen);
+	const uint32_t tail = pad + wire::icrc_len;
+
+	uint8_t *p;
+	if (inl) {
+		p = rte_pktmbuf_mtod(m, uint8_t *);
+		rte_memcpy(p + hdr_len, wr.inline_data, paylen);
+		m->data_len = uint16_t(hdr_len + paylen + tail);
+		m->pkt_len = m->data_len;
+	} else {
+		if (unlikely(m->nb_segs != 1 || rte_pktmbuf_headroom(m) < hdr_len ||
+			     rte_pktmbuf_tailroom(m) < tail)) {
+			ctr_.tx_bad_mbuf++;
+			return false;
+		}
+		p = reinterpret_cast<uint8_t *>(rte_pktmbuf_prepend(m, uint16_t(hdr_len)));
+		rte_pktmbuf_append(m, uint16_t(tail));
+	}
+
+	/* Address part from the AV, with the ICRC-masked fields all ones. */
+	if (v4)
+		memcpy(p, av->hdr, wire::addr_len_v4);
+	else
+		memcpy(p, av->hdr, wire::addr_len_v6);
+	memcpy(p + 6, &icrc_ones64, 8);
+	const uint32_t l4_len = wire::udp_len + hdr_len - addr_len + paylen + tail;
+	uint8_t *udp = p + addr_len - wire::udp_len;
+	if (v4) {
+		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(p + wire::eth_len);
+		ip->total_length = rte_cpu_to_be_16(uint16_t(wire::ipv4_len + l4_len));
+		ip->type_of_service = 0xff;
+		ip->time_to_live = 0xff;
+		ip->hdr_checksum = 0xffff;
+	} else {
+		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(p + wire::eth_len);
+		ip->payload_len = rte_cpu_to_be_16(uint16_t(l4_len));
+		ip->vtc_flow = rte_cpu_to_be_32(0x6fffffffu);
+		ip->hop_limits = 0xff;
+	}
+	reinterpret_cast<rte_udp_hdr *>(udp)->dgram_len = rte_cpu_to_be_16(uint16_t(l4_len));
+	reinterpret_cast<rte_udp_hdr *>(udp)->dgram_cksum = 0xffff;
+
+	auto *bth = reinterpret_cast<wire::bth *>(udp + wire::udp_len);
+	bth->opcode = imm ? wire::op_ud_send_only_imm : wire::op_ud_send_only;
+	bth->flags = uint8_t(((wr.flags & send_solicited) ? wire::bth_se : 0) |
+			     pad << wire::bth_padcnt_shift);
+	bth->pkey = rte_cpu_to_be_16(view_.pkey);
+	bth->resv8a = 0xff;
+	wire::put24(bth->dqpn, wr.remote_qpn);
+	bth->ack_resv = 0;
+	wire::put24(bth->psn, sq.psn);
+	sq.psn = (sq.psn + 1) & 0xffffff;
+	auto *deth = reinterpret_cast<wire::deth *>(bth + 1);
+	/* IBA 10.2.5: a WR Q_Key with the high bit set means the QP's own. */
+	uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? sq.qkey : wr.remote_qkey;
+	deth->qkey = rte_cpu_to_be_32(qkey);
+	deth->resv8 = 0;
+	wire::put24(deth->sqpn, sq.qpn);
+	if (imm)
+		memcpy(deth + 1, &wr.imm_data, 4);
+	uint8_t *end = p + hdr_len + paylen;
+	memset(end, 0, pad);
+
+	uint32_t crc = icrc_of(p + 6, uint32_t(end + pad - (p + 6)));
+	crc = rte_cpu_to_le_32(crc);
+	memcpy(end + pad, &crc, 4);
+
+	/* Now the real values of the masked fields. */
+	memcpy(p + 6, av->hdr + 6, 8);
+	reinterpret_cast<rte_udp_hdr *>(udp)->dgram_cksum = 0; /* Annex A17.4.5.1 */
+	bth->resv8a = 0;
+	if (v4) {
+		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(p + wire::eth_len);
+		const auto *tip = reinterpret_cast<const rte_ipv4_hdr *>(av->hdr + wire::eth_len);
+		ip->type_of_service = tip->type_of_service;
+		ip->time_to_live = tip->time_to_live;
+		uint32_t partial;
+		memcpy(&partial, av->hdr + av_v4_csum_off, 4);
+		ip->hdr_checksum = fold_csum(partial + ip->total_length);
+	} else {
+		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(p + wire::eth_len);
+		const auto *tip = reinterpret_cast<const rte_ipv6_hdr *>(av->hdr + wire::eth_len);
+		ip->vtc_flow = tip->vtc_flow;
+		ip->hop_limits = tip->hop_limits;
+	}
+	m->l2_len = wire::eth_len;
+	m->l3_len = v4 ? wire::ipv4_len : wire::ipv6_len;
+	ctr_.tx_pkts++;
+	ctr_.tx_bytes += paylen;
+	return true;
+}
+
+inline bool soft_queue::icrc_ok(uint8_t *f, bool v4, uint32_t l3_off, uint32_t icrc_off)
+{
+	uint8_t save_lrh[8];
+	uint8_t *lrh = f + l3_off - 8;
+	memcpy(save_lrh, lrh, 8);
+	memcpy(lrh, &icrc_ones64, 8);
+	uint32_t l4_off = l3_off + (v4 ? wire::ipv4_len : wire::ipv6_len);
+	auto *udp = reinterpret_cast<rte_udp_hdr *>(f + l4_off);
+	auto *bth = reinterpret_cast<wire::bth *>(udp + 1);
+	uint16_t save_ucs = udp->dgram_cksum;
+	uint8_t save_b4 = bth->resv8a;
+	udp->dgram_cksum = 0xffff;
+	bth->resv8a = 0xff;
+	uint32_t save_ip0 = 0, save_ip1 = 0;
+	if (v4) {
+		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(f + l3_off);
+		save_ip0 = ip->type_of_service;
+		save_ip1 = uint32_t(ip->time_to_live) << 16 | ip->hdr_checksum;
+		ip->type_of_service = 0xff;
+		ip->time_to_live = 0xff;
+		ip->hdr_checksum = 0xffff;
+	} else {
+		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(f + l3_off);
+		save_ip0 = ip->vtc_flow;
+		save_ip1 = ip->hop_limits;
+		/* Keep the version nibble; mask traffic class and flow label. */
+		ip->vtc_flow = ip->vtc_flow | rte_cpu_to_be_32(0x0fffffffu);
+		ip->hop_limits = 0xff;
+	}
+	uint32_t crc = rte_cpu_to_le_32(icrc_of(lrh, icrc_off - (l3_off - 8)));
+	uint32_t got;
+	memcpy(&got, f + icrc_off, 4);
+
+	memcpy(lrh, save_lrh, 8);
+	udp->dgram_cksum = save_ucs;
+	bth->resv8a = save_b4;
+	if (v4) {
+		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(f + l3_off);
+		ip->type_of_service = uint8_t(save_ip0);
+		ip->time_to_live = uint8_t(save_ip1 >> 16);
+		ip->hdr_checksum = uint16_t(save_ip1);
+	} else {
+		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(f + l3_off);
+		ip->vtc_flow = save_ip0;
+		ip->hop_limits = uint8_t(save_ip1);
+	}
+	return crc == got;
+}
+
+inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
+{
+	if (unlikely(m->nb_segs != 1) && rte_pktmbuf_linearize(m) != 0) {
+		ctr_.rx_chained_mbuf++;
+		return false;
+	}
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	const uint32_t flen = rte_pktmbuf_data_len(m);
+	if (unlikely(flen < wire::eth_len)) {
+		ctr_.rx_truncated++;
+		return false;
+	}
+	const uint16_t et = reinterpret_cast<rte_ether_hdr *>(f)->ether_type;
+	bool v4;
+	if (et == RTE_BE16(RTE_ETHER_TYPE_IPV4))
+		v4 = true;
+	else if (et == RTE_BE16(RTE_ETHER_TYPE_IPV6))
+		v4 = false;
+	else {
+		ctr_.rx_not_ip++;
+		return false;
+	}
+	const uint32_t l3 = wire::eth_len;
+	const uint32_t l3_len = v4 ? wire::ipv4_len : wire::ipv6_len;
+	if (unlikely(flen < l3 + l3_len + wire::udp_len + wire::bth_len + wire::deth_len + wire::icrc_len)) {
+		ctr_.rx_truncated++;
+		return false;
+	}
+	uint32_t l4_len; /* UDP header + its payload, from the IP header */
+	const uint8_t *dst;
+	if (v4) {
+		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(f + l3);
+		uint32_t tot = rte_be_to_cpu_16(ip->total_length);
+		if (unlikely(ip->version_ihl != 0x45 || tot < l3_len + wire::udp_len)) {
+			ctr_.rx_bad_ip_header++;
+			return false;
+		}
+		if (unlikely(l3 + tot > flen)) {
+			ctr_.rx_truncated++;
+			return false;
+		}
+		if (unlikely(rte_ipv4_cksum(ip) != 0)) {
+			ctr_.rx_bad_ip_checksum++;
+			return false;
+		}
+		if (unlikely(ip->fragment_offset & RTE_BE16(RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))) {
+			ctr_.rx_ip_fragment++;
+			return false;
+		}
+		if (unlikely(ip->next_proto_id != IPPROTO_UDP)) {
+			ctr_.rx_not_udp++;
+			return false;
+		}
+		l4_len = tot - l3_len;
+		dst = reinterpret_cast<const uint8_t *>(&ip->dst_addr);
+	} else {
+		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(f + l3);
+		uint32_t pl = rte_be_to_cpu_16(ip->payload_len);
+		if (unlikely((f[l3] >> 4) != 6 || pl < wire::udp_len)) {
+			ctr_.rx_bad_ip_header++;
+			return false;
+		}
+		if (unlikely(l3 + l3_len + pl > flen)) {
+			ctr_.rx_truncated++;
+			return false;
+		}
+		if (unlikely(ip->proto != IPPROTO_UDP)) {
+			ctr_.rx_not_udp++;
+			return false;
+		}
+		l4_len = pl;
+		dst = ip->dst_addr;
+	}
+	const uint32_t l4 = l3 + l3_len;
+	auto *udp = reinterpret_cast<rte_udp_hdr *>(f + l4);
+	if (unlikely(udp->dst_port != RTE_BE16(wire::roce_v2_udp_port))) {
+		ctr_.rx_not_roce++;
+		return false;
+	}
+	if (unlikely(rte_be_to_cpu_16(udp->dgram_len) != l4_len)) {
+		ctr_.rx_bad_udp_length++;
+		return false;
+	}
+	bool mine = false;
+	if (v4) {
+		rte_be32_t d;
+		memcpy(&d, dst, 4);
+		for (unsigned i = 0; i < view_.n_v4; i++)
+			mine |= view_.v4[i] == d;
+	} else {
+		for (unsigned i = 0; i < view_.n_v6; i++)
+			mine |= memcmp(view_.v6[i], dst, 16) == 0;
+	}
+	if (unlikely(!mine)) {
+		ctr_.rx_dgid_mismatch++;
+		return false;
+	}
+	auto *bth = reinterpret_cast<wire::bth *>(udp + 1);
+	if (unlikely((bth->flags & wire::bth_tver_mask) != 0)) {
+		ctr_.rx_bad_bth_version++;
+		return false;
+	}
+	const bool imm = bth->opcode == wire::op_ud_send_only_imm;
+	if (unlikely(bth->opcode != wire::op_ud_send_only && !imm)) {
+		ctr_.rx_bad_opcode++;
+		return false;
+	}
+	if (unlikely(!pkey_match(rte_be_to_cpu_16(bth->pkey), view_.pkey))) {
+		ctr_.rx_bad_pkey++;
+		return false;
+	}
+	const uint32_t dqpn = wire::get24(bth->dqpn);
+	unsigned qi = 0;
+	while (qi < nqp_ && qps_[qi].qpn != dqpn)
+		qi++;
+	if (unlikely(qi == nqp_)) {
+		ctr_.rx_unknown_qpn++;
+		return false;
+	}
+	/* Lengths: headers, pad and ICRC must fit inside the UDP length. */
+	const uint32_t after_udp = wire::bth_len + wire::deth_len + (imm ? wire::immdt_len : 0);
+	const unsigned pad = (bth->flags & wire::bth_padcnt_mask) >> wire::bth_padcnt_shift;
+	if (unlikely(l4_len < wire::udp_len + after_udp + pad + wire::icrc_len)) {
+		ctr_.rx_bad_length++;
+		return false;
+	}
+	const uint32_t paylen = l4_len - wire::udp_len - after_udp - pad - wire::icrc_len;
+	if (unlikely(paylen > view_.mtu)) {
+		ctr_.rx_bad_length++;
+		return false;
+	}
+	auto *deth = reinterpret_cast<wire::deth *>(bth + 1);
+	if (unlikely(rte_be_to_cpu_32(deth->qkey) != qps_[qi].qkey)) {
+		ctr_.rx_bad_qkey++;
+		return false;
+	}
+	const uint32_t icrc_off = l4 + l4_len - wire::icrc_len;
+	if (unlikely(!icrc_ok(f, v4, l3, icrc_off))) {
+		ctr_.rx_bad_icrc++;
+		return false;
+	}
+
+	/* Deliver: fill the completion, then rearrange into verbs' layout. */
+	wc.qp_num = dqpn;
+	wc.src_qp = wire::get24(deth->sqpn);
+	wc.wc_flags = uint8_t(wc_grh | (imm ? wc_with_imm : 0) |
+			      ((bth->flags & wire::bth_se) ? wc_solicited : 0));
+	wc.imm_data = 0;
+	if (imm)
+		memcpy(&wc.imm_data, deth + 1, 4);
+	wc.slid = 0;
+	wc.sl = 0;
+	wc.pkey_index = 0;
+	wc.dlid_path_bits = 0;
+	const uint32_t pay_off = l4 + wire::udp_len + after_udp;
+	uint8_t *grh = f + pay_off - wire::grh_len;
+	if (v4) {
+		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(f + l3);
+		wc.l3 = l3_type::ipv4;
+		wc.sgid = wire::gid::from_v4(ip->src_addr);
+		wc.dgid = wire::gid::from_v4(ip->dst_addr);
+		/* IPv4 header into the last 20 bytes of the GRH area (the copy
+		 * cannot overlap: the area starts past the IP header's end). */
+		memcpy(grh + 20, f + l3, wire::ipv4_len);
+		memset(grh, 0, 20);
+	} else {
+		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(f + l3);
+		wc.l3 = l3_type::ipv6;
+		memcpy(wc.sgid.raw, ip->src_addr, 16);
+		memcpy(wc.dgid.raw, ip->dst_addr, 16);
+		memmove(grh, f + l3, wire::ipv6_len);
+	}
+	rte_pktmbuf_adj(m, uint16_t(pay_off - wire::grh_len));
+	rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - wire::grh_len - paylen));
+	wc.mbuf = m;
+	wc.byte_len = wire::grh_len + paylen;
+	ctr_.rx_pkts++;
+	ctr_.rx_bytes += paylen;
+	return true;
+}
+
+} // namespace rdgram::soft
+
+#endif

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "soft_device.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_jhash.h>
+#include <rte_mbuf.h>
+
+namespace rdgram::soft {
+
+namespace {
+bool valid_ib_mtu(uint32_t m)
+{
+	return m == 256 || m == 512 || m == 1024 || m == 2048 || m == 4096;
+}
+} // namespace
+
+rte_ether_addr multicast_mac(const wire::gid &g)
+{
+	rte_ether_addr m{};
+	if (g.is_v4_mapped()) {
+		m.addr_bytes[0] = 0x01;
+		m.addr_bytes[1] = 0x00;
+		m.addr_bytes[2] = 0x5e;
+		m.addr_bytes[3] = g.raw[13] & 0x7f;
+		m.addr_bytes[4] = g.raw[14];
+		m.addr_bytes[5] = g.raw[15];
+	} else {
+		m.addr_bytes[0] = 0x33;
+		m.addr_bytes[1] = 0x33;
+		memcpy(&m.addr_bytes[2], &g.raw[12], 4);
+	}
+	return m;
+}
+
+soft_device::~soft_device() { close(); }
+
+int soft_device::open(const soft_config &cfg)
+{
+	cfg_ = cfg;
+	if (!valid_ib_mtu(cfg.mtu)) {
+		err_ = "mtu must be one of 256, 512, 1024, 2048, 4096";
+		return EINVAL;
+	}
+	if (cfg.addresses.empty()) {
+		err_ = "the port needs at least one IPv4 or IPv6 address";
+		return EINVAL;
+	}
+	if (!rte_eth_dev_is_valid_port(cfg.port_id)) {
+		err_ = "no DPDK port " + std::to_string(cfg.port_id);
+		return ENODEV;
+	}
+	const int socket = rte_eth_dev_socket_id(cfg.port_id) < 0 ? 0 : rte_eth_dev_socket_id(cfg.port_id);
+
+	char name[RTE_MEMPOOL_NAMESIZE];
+	snprintf(name, sizeof(name), "rdgram_soft%u", cfg.port_id);
+	/* Room for the largest frame: headers + MTU payload + pad + ICRC. */
+	uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::hdr_len_v6 + wire::immdt_len) + cfg.mtu + 8;
+	mp_ = rte_pktmbuf_pool_create(name, cfg.nb_mbufs, 256, 0, uint16_t(room), socket);
+	if (mp_ == nullptr) {
+		err_ = std::string("mempool: ") + rte_strerror(rte_errno);
+		return rte_errno ? rte_errno : ENOMEM;
+	}
+
+	rte_eth_conf conf{};
+	int rc = rte_eth_dev_configure(cfg.port_id, cfg.nb_queues, cfg.nb_queues, &conf);
+	if (rc < 0) {
+		err_ = std::string("rte_eth_dev_configure: ") + strerror(-rc);
+		return -rc;
+	}
+	uint16_t nrx = cfg.rx_desc, ntx = cfg.tx_desc;
+	rte_eth_dev_adjust_nb_rx_tx_desc(cfg.port_id, &nrx, &ntx);
+	for (uint16_t q = 0; q < cfg.nb_queues; q++) {
+		rc = rte_eth_rx_queue_setup(cfg.port_id, q, nrx, unsigned(socket), nullptr, mp_);
+		if (rc == 0)
+			rc = rte_eth_tx_queue_setup(cfg.port_id, q, ntx, unsigned(socket), nullptr);
+		if (rc < 0) {
+			err_ = std::string("queue setup: ") + strerror(-rc);
+			return -rc;
+		}
+	}
+	if (cfg.set_mac) {
+		rte_ether_addr m = cfg.mac;
+		rte_eth_dev_default_mac_addr_set(cfg.port_id, &m); /* best effort */
+	}
+	rc = rte_eth_dev_start(cfg.port_id);
+	if (rc < 0) {
+		err_ = std::string("rte_eth_dev_start: ") + strerror(-rc);
+		return -rc;
+	}
+	started_ = true;
+	if (cfg.set_mac)
+		mac_ = cfg.mac;
+	else
+		rte_eth_macaddr_get(cfg.port_id, &mac_);
+
+	int e = ahs_.init(cfg.max_ah, socket, cfg.qsbr);
+	if (e != 0) {
+		err_ = "AH table allocation failed";
+		return e;
+	}
+	attr_.link = link_layer::ethernet;
+	attr_.grh_required = true;
+	attr_.max_ah = cfg.max_ah;
+	attr_.active_mtu = cfg.mtu;
+	attr_.pkey = cfg.pkey;
+	attr_.numa_node = socket;
+	attr_.gids = cfg.addresses;
+	return 0;
+}
+
+void soft_device::close()
+{
+	if (started_) {
+		rte_eth_dev_stop(cfg_.port_id);
+		started_ = false;
+	}
+	ahs_.fini();
+	/* The mempool outlives the port's queues: free it only after stop. The
+	 * port itself (a vdev) belongs to whoever probed it. */
+	if (mp_ != nullptr) {
+		rte_mempool_free(mp_);
+		mp_ = nullptr;
+	}
+}
+
+int soft_device::build_av(const ibv_ah_attr &a, soft_av &av) const
+{
+	/* ibv_create_ah(3): EINVAL for a bad port, a missing GRH on a port that
+	 * requires one (RoCE: IBV_QPF_GRH_REQUIRED), or a bad sgid_index. */
+	if (a.port_num != 1)
+		return EINVAL;
+	if (!a.is_global)
+		return EINVAL;
+	if (a.grh.sgid_index >= attr_.gids.size())
+		return EINVAL;
+	wire::gid dg;
+	memcpy(dg.raw, a.grh.dgid.raw, 16);
+	const wire::gid &sg = attr_.gids[a.grh.sgid_index];
+	if (dg.is_zero() || dg.is_v4_mapped() != sg.is_v4_mapped())
+		return EINVAL;
+	if (a.grh.flow_label > 0xfffff)
+		return EINVAL;
+
+	rte_ether_addr dmac{};
+	if (dg.is_multicast()) {
+		dmac = multicast_mac(dg);
+	} else {
+		bool found = false;
+		for (const auto &n : cfg_.neighbours)
+			if (n.ip == dg) {
+				dmac = n.mac;
+				found = true;
+				break;
+			}
+		if (!found)
+			return EHOSTUNREACH; /* no neighbour entry: no route to the MAC */
+	}
+
+	memset(&av, 0, sizeof(av));
+	auto *eth = reinterpret_cast<rte_ether_hdr *>(av.hdr);
+	rte_ether_addr_copy(&dmac, &eth->dst_addr);
+	rte_ether_addr_copy(&mac_, &eth->src_addr);
+	/* UDP source port: from the flow label (kernel RoCE does the same) or,
+	 * with none, a hash of the GID pair so flows still spread over ECMP. */
+	uint32_t fl = a.grh.flow_label;
+	if (fl == 0)
+		fl = rte_jhash(dg.raw, 16, rte_jhash(sg.raw, 16, 0)) & 0xfffff;
+	const uint16_t sport = wire::udp_sport_from_flow_label(fl);
+	const uint8_t ttl = a.grh.hop_limit ? a.grh.hop_limit : 64;
+	if (dg.is_v4_mapped()) {
+		eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV4);
+		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(av.hdr + wire::eth_len);
+		ip->version_ihl = 0x45;
+		ip->type_of_service = a.grh.traffic_class;
+		ip->total_length = 0;
+		ip->packet_id = 0;
+		ip->fragment_offset = RTE_BE16(RTE_IPV4_HDR_DF_FLAG);
+		ip->time_to_live = ttl;
+		ip->next_proto_id = IPPROTO_UDP;
+		ip->hdr_checksum = 0;
+		ip->src_addr = sg.v4();
+		ip->dst_addr = dg.v4();
+		/* Partial one's complement sum with total_length = 0. */
+		uint32_t s = rte_raw_cksum(ip, wire::ipv4_len);
+		memcpy(av.hdr + av_v4_csum_off, &s, 4);
+		auto *udp = reinterpret_cast<rte_udp_hdr *>(ip + 1);
+		udp->src_port = rte_cpu_to_be_16(sport);
+		udp->dst_port = RTE_BE16(wire::roce_v2_udp_port);
+		av.l3 = 4;
+		av.addr_len = wire::addr_len_v4;
+	} else {
+		eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
+		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(av.hdr + wire::eth_len);
+		ip->vtc_flow = rte_cpu_to_be_32(6u << 28 | uint32_t(a.grh.traffic_class) << 20 | a.grh.flow_label);
+		ip->payload_len = 0;
+		ip->proto = IPPROTO_UDP;
+		ip->hop_limits = ttl;
+		memcpy(ip->src_addr, sg.raw, 16);
+		memcpy(ip->dst_addr, dg.raw, 16);
+		auto *udp = reinterpret_cast<rte_udp_hdr *>(ip + 1);
+		udp->src_port = rte_cpu_to_be_16(sport);
+		udp->dst_port = RTE_BE16(wire::roce_v2_udp_port);
+		av.l3 = 6;
+		av.addr_len = wire::addr_len_v6;
+	}
+	return 0;
+}
+
+ah_handle soft_device::create_ah(const ibv_ah_attr &a, int *err)
+{
+	if (inject_err_ != 0) {
+		*err = inject_err_;
+		inject_err_ = 0;
+		return ah_null;
+	}
+	uint32_t slot;
+	soft_av av;
+	if (int e = build_av(a, av); e != 0) {
+		*err = e;
+		return ah_null;
+	}
+	if (!ahs_.reserve(&slot)) {
+		*err = ENOMEM;
+		return ah_null;
+	}
+	ahs_.av_at(slot) = av;
+	*err = 0;
+	return ahs_.publish(slot);
+}
+
+int soft_device::destroy_ah(ah_handle h) { return ahs_.retire(h); }
+
+int soft_device::init_queue(uint16_t q, soft_queue &out) const
+{
+	if (q >= cfg_.nb_queues)
+		return EINVAL;
+	soft_port_view v;
+	v.pkey = cfg_.pkey;
+	v.mtu = cfg_.mtu;
+	for (const auto &g : cfg_.addresses) {
+		if (g.is_v4_mapped()) {
+			if (v.n_v4 < 4)
+				v.v4[v.n_v4++] = g.v4();
+		} else if (v.n_v6 < 4) {
+			memcpy(v.v6[v.n_v6++], g.raw, 16);
+		}
+	}
+	out.attach(cfg_.port_id, q, mp_, &ahs_, v);
+	return 0;
+}
+
+} // namespace rdgram::soft
