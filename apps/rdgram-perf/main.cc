@@ -115,10 +115,11 @@ int client_main(void *arg)
 	unsigned tid = rte_lcore_id();
 	poll_thread_online(x->rt->qsbr(), tid);
 	loop_env env{x->rt->qsbr(), tid, x->deadline};
-	const bool do_lat = c.test != "bw", do_bw = c.test != "lat";
+	const bool txonly = c.test == "txonly";
+	const bool do_lat = c.test == "lat" || c.test == "both", do_bw = c.test != "lat";
 	x->ok = true;
 	if (do_lat) {
-		client_params cp{c.size, c.lat_iters, c.warmup, c.inline_size, c.tx_depth, c.use_imm, !do_bw};
+		client_params cp{c.size, c.lat_iters, c.warmup, c.inline_size, c.tx_depth, c.use_imm, !do_bw, false};
 		std::vector<double> samples;
 		lat_result r;
 		if (client_lat(x->ep->q, x->ep->dev.mempool(), x->ep->to, cp, env, samples, &r))
@@ -127,7 +128,7 @@ int client_main(void *arg)
 			x->ok = false;
 	}
 	if (do_bw && x->ok) {
-		client_params cp{c.size, c.bw_iters, 0, c.inline_size, c.tx_depth, c.use_imm, true};
+		client_params cp{c.size, c.bw_iters, 0, c.inline_size, c.tx_depth, c.use_imm, true, txonly};
 		bw_result r;
 		if (client_bw(x->ep->q, x->ep->dev.mempool(), x->ep->to, cp, env, &r))
 			x->bw.push_back(r);
@@ -202,8 +203,10 @@ int main(int argc, char **argv)
 	double timeout = 0;
 	bool json = false, imm = false;
 	app.add_option("-c,--config", cfg_path, "TOML config file (see config/); options below override it");
-	app.add_option("--test", test, "lat (ping-pong), bw (streaming) or both [both]")
-		->check(CLI::IsMember({"lat", "bw", "both"}));
+	app.add_option("--test", test,
+		       "lat (ping-pong), bw (streaming), both, or txonly (client streams with no server: "
+		       "sender rate, e.g. on net_null) [both]")
+		->check(CLI::IsMember({"lat", "bw", "both", "txonly"}));
 	app.add_option("--mode", mode, "loopback (in-process), server or client [loopback]")
 		->check(CLI::IsMember({"loopback", "server", "client"}));
 	app.add_option("-s,--size", size, "payload bytes per message [64]")->check(CLI::Range(0u, 4096u));
@@ -221,6 +224,10 @@ int main(int argc, char **argv)
 		->check(CLI::Range(1u, 1024u));
 	app.add_option("--timeout", timeout, "seconds after which every loop stops by itself [60]")
 		->check(CLI::Range(0.1, 86400.0));
+	std::string port_args;
+	app.add_option("--port", port_args,
+		       "DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
+		       "[server|client].vdev; a port given with the EAL's --vdev is found by name)");
 	app.add_flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
 	app.add_flag("--json", json, "print results as JSON lines instead of tables");
 	try {
@@ -258,6 +265,8 @@ int main(int argc, char **argv)
 	if (app.count("--timeout"))
 		c.timeout_s = timeout;
 	c.json |= json;
+	if (!port_args.empty())
+		(c.mode == "server" ? c.server : c.client).vdev = port_args;
 	c.use_imm |= imm;
 	if (c.size > c.mtu) {
 		fprintf(stderr, "rdgram-perf: size %u is above the path MTU %u\n", c.size, c.mtu);

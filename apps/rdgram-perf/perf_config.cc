@@ -38,7 +38,7 @@ void load_perf_config(const std::string &path, perf_config &c)
 	toml::table root = parse_config_file(path);
 	table_reader r(root, "", path);
 	if (auto t = r.get_table("perf")) {
-		c.test = t->get_enum("test", c.test, {"lat", "bw", "both"});
+		c.test = t->get_enum("test", c.test, {"lat", "bw", "both", "txonly"});
 		c.mode = t->get_enum("mode", c.mode, {"loopback", "server", "client"});
 		c.size = uint32_t(t->get_int("size", c.size, 0, 4096));
 		c.lat_iters = uint64_t(t->get_int("lat_iterations", int64_t(c.lat_iters), 1, 100000000));

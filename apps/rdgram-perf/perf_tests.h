@@ -206,7 +206,8 @@ struct client_params {
 	uint32_t inline_max;
 	uint32_t tx_depth;
 	bool use_imm;
-	bool last; /* tell the server to exit after this test */
+	bool last;   /* tell the server to exit after this test */
+	bool txonly; /* bw with no server: no SYNC/FIN exchange */
 };
 
 template <ud_driver Q>
@@ -307,7 +308,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 		      bw_result *res)
 {
 	ctl_msg sync{kind_bw, cp.size, cp.iterations, 0, 0, 0}, reply{};
-	if (!control_exchange(q, p, imm_sync, sync, &reply, env))
+	if (!cp.txonly && !control_exchange(q, p, imm_sync, sync, &reply, env))
 		return false;
 	std::vector<uint8_t> buf(std::max<uint32_t>(cp.size, 8), 0x5a);
 	constexpr unsigned B = Q::max_burst;
@@ -339,9 +340,12 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 			memmove(wrs, wrs + k, (have - k) * sizeof(wrs[0]));
 		have -= k;
 		sent += k;
-		uint16_t n = q.rx_burst(wcs, B);
-		for (uint16_t i = 0; i < n; i++)
-			rte_pktmbuf_free(wcs[i].mbuf);
+		if (!cp.txonly) {
+			/* Nothing is expected back; keep the receive queue drained. */
+			uint16_t n = q.rx_burst(wcs, B);
+			for (uint16_t i = 0; i < n; i++)
+				rte_pktmbuf_free(wcs[i].mbuf);
+		}
 		if (++bursts == 64) {
 			uint64_t now = rte_rdtsc();
 			uint64_t msgs = sent - win_start_sent;
@@ -374,7 +378,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 	if (res->bw_peak_mib < res->bw_avg_mib)
 		res->bw_peak_mib = res->bw_avg_mib;
 	ctl_msg fin{kind_bw, cp.size, cp.iterations, 0, cp.last ? 1u : 0u, 0};
-	if (control_exchange(q, p, imm_fin, fin, &reply, env)) {
+	if (!cp.txonly && control_exchange(q, p, imm_fin, fin, &reply, env)) {
 		res->received = reply.count;
 		res->received_known = true;
 	}

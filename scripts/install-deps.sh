@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Install the Debian 12 packages rdgram's build, tests, apps and benchmarks
+# need -- only those that are missing. Idempotent; a no-op run takes well
+# under a second (one dpkg-query call, no apt).
+set -euo pipefail
+
+PKGS=(
+	meson ninja-build pkg-config g++
+	libdpdk-dev dpdk-dev
+	libibverbs-dev ibverbs-providers
+	libhwloc-dev libnuma-dev libpcap-dev zlib1g-dev
+	libgtest-dev libgmock-dev libbenchmark-dev
+	libtomlplusplus-dev libcli11-dev
+	python3-scapy tshark sockperf perftest iproute2
+	clang libclang-rt-14-dev
+)
+
+# One dpkg-query for all packages: prints "<pkg> <status>" for known ones;
+# unknown packages go to stderr and simply don't appear.
+declare -A status=()
+while IFS=' ' read -r pkg st; do
+	status["$pkg"]="$st"
+done < <(dpkg-query -W -f='${Package} ${Status}\n' "${PKGS[@]}" 2>/dev/null || true)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	if [[ "${status[$p]:-}" != "install ok installed" ]]; then
+		missing+=("$p")
+	fi
+done
+
+if ((${#missing[@]} == 0)); then
+	echo "install-deps: all ${#PKGS[@]} packages already installed"
+	exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+
+if [[ "$(id -u)" -ne 0 ]]; then
+	echo "install-deps: not root; run this (after 'sudo apt-get update' if apt has no package lists), then retry:" >&2
+	echo "sudo apt-get install -y --no-install-recommends ${missing[*]}"
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+
+# tshark (wireshark-common) asks whether non-root users may capture.
+if command -v debconf-set-selections >/dev/null 2>&1; then
+	echo "wireshark-common wireshark-common/install-setuid boolean false" |
+		debconf-set-selections
+fi
+
+apt_install() {
+	apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+shopt -s nullglob
+lists=(/var/lib/apt/lists/*_Packages*)
+shopt -u nullglob
+
+if ((${#lists[@]} == 0)); then
+	apt-get update
+	apt_install
+elif ! apt_install; then
+	echo "install-deps: install failed; running apt-get update and retrying" >&2
+	apt-get update
+	apt_install
+fi
+
+echo "install-deps: installed ${missing[*]}"

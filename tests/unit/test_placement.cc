@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * Poll-core placement on hwloc synthetic topologies with several NUMA nodes
+ * (this machine has one).
+ */
+#include <gtest/gtest.h>
+#include <hwloc.h>
+
+#include "rdgram/runtime.h"
+
+using namespace rdgram;
+
+namespace {
+
+struct topo {
+	hwloc_topology_t t;
+	explicit topo(const char *synthetic)
+	{
+		hwloc_topology_init(&t);
+		EXPECT_EQ(hwloc_topology_set_synthetic(t, synthetic), 0);
+		EXPECT_EQ(hwloc_topology_load(t), 0);
+	}
+	~topo() { hwloc_topology_destroy(t); }
+};
+
+TEST(Placement, NumaOfCpu)
+{
+	topo tp("pack:2 numa:1 core:4 pu:1"); /* cpus 0-3 node 0, 4-7 node 1 */
+	EXPECT_EQ(numa_of_cpu(tp.t, 0), 0);
+	EXPECT_EQ(numa_of_cpu(tp.t, 3), 0);
+	EXPECT_EQ(numa_of_cpu(tp.t, 4), 1);
+	EXPECT_EQ(numa_of_cpu(tp.t, 7), 1);
+	EXPECT_EQ(numa_of_cpu(tp.t, 99), -1);
+}
+
+TEST(Placement, DeviceLocalCoresFirst)
+{
+	topo tp("pack:2 numa:1 core:4 pu:1");
+	std::vector<lcore_cpu> c = {{0, 0}, {1, 1}, {2, 5}, {3, 6}, {4, 2}};
+	auto o = order_by_numa(tp.t, 1, c);
+	ASSERT_EQ(o.size(), 5u);
+	EXPECT_EQ(o[0].lcore, 2u);
+	EXPECT_EQ(o[1].lcore, 3u);
+	EXPECT_EQ(o[2].lcore, 0u);
+	auto o0 = order_by_numa(tp.t, 0, c);
+	EXPECT_EQ(o0[0].lcore, 0u);
+	EXPECT_EQ(o0[1].lcore, 1u);
+	EXPECT_EQ(o0[2].lcore, 4u);
+	auto any = order_by_numa(tp.t, -1, c);
+	EXPECT_EQ(any[0].lcore, 0u);
+}
+
+TEST(Placement, FourNodesWithSmt)
+{
+	topo tp("pack:2 numa:2 core:2 pu:2"); /* 4 nodes x 4 PUs */
+	std::vector<lcore_cpu> c;
+	for (unsigned i = 0; i < 16; i++)
+		c.push_back({i, i});
+	auto o = order_by_numa(tp.t, 3, c);
+	for (unsigned i = 0; i < 4; i++)
+		EXPECT_EQ(numa_of_cpu(tp.t, o[i].cpu), 3);
+	EXPECT_NE(numa_of_cpu(tp.t, o[4].cpu), 3);
+}
+
+TEST(RuntimeArgs, SplitAtDoubleDash)
+{
+	const char *argv[] = {"app", "-l", "0,1", "--", "-s", "64"};
+	auto s = split_command_line(6, const_cast<char **>(argv));
+	EXPECT_TRUE(s.eal_given);
+	EXPECT_EQ(s.eal, (std::vector<std::string>{"-l", "0,1"}));
+	EXPECT_EQ(s.app, (std::vector<std::string>{"-s", "64"}));
+	const char *argv2[] = {"app", "-s", "64"};
+	auto s2 = split_command_line(3, const_cast<char **>(argv2));
+	EXPECT_FALSE(s2.eal_given);
+	EXPECT_EQ(s2.app.size(), 2u);
+}
+
+TEST(RuntimeArgs, ContainerDefaults)
+{
+	auto a = default_eal_args(512, "3");
+	auto has = [&](const std::string &x) { return std::find(a.begin(), a.end(), x) != a.end(); };
+	EXPECT_TRUE(has("--no-pci"));
+	EXPECT_TRUE(has("3"));
+	if (hugepages_available())
+		EXPECT_TRUE(has("--in-memory"));
+	else
+		EXPECT_TRUE(has("--no-huge") && has("--no-shconf") && !has("--in-memory"));
+}
+
+} // namespace
