@@ -323,9 +323,9 @@ int main(int argc, char **argv)
 				       "(cpu %u), client lcore %u (cpu %u)\n",
 				       c.server.address.is_v4_mapped() ? "IPv4" : "IPv6", srv.where.lcore,
 				       srv.where.cpu, cli.where.lcore, cli.where.cpu);
-			rte_eal_remote_launch(server_main, &sx, srv.where.lcore);
+			launch_on_lcore(server_main, &sx, srv.where.lcore);
 			client_main(&cx);
-			rte_eal_wait_lcore(srv.where.lcore);
+			wait_on_lcore(srv.where.lcore);
 		} else {
 			endpoint &me = c.mode == "server" ? srv : cli;
 			uint16_t port;

@@ -87,6 +87,7 @@ void *control_thread::main(void *arg)
 		unsigned n = rte_ring_sc_dequeue_burst(self->ring_, batch, 64, nullptr);
 		for (unsigned i = 0; i < n; i++) {
 			auto *r = static_cast<ctl_request *>(batch[i]);
+			RDGRAM_TSAN_ACQUIRE(r);
 			r->fn(r);
 			r->done.store(true, std::memory_order_release);
 		}

@@ -2,6 +2,7 @@
  * Copyright(c) 2026 The rdgram authors
  */
 #include "rdgram/runtime.h"
+#include "rdgram/tsan.h"
 
 #include <cerrno>
 #include <cstring>
@@ -18,6 +19,8 @@
 #include <rte_net_crc.h>
 
 namespace rdgram {
+
+void register_tsan_mempool(); /* tsan_mempool.cc */
 
 split_args split_command_line(int argc, char **argv)
 {
@@ -141,6 +144,7 @@ int runtime::init(const std::vector<std::string> &eal_args, const char *prog,
 		return rte_errno ? rte_errno : EINVAL;
 	}
 	eal_up_ = true;
+	register_tsan_mempool();
 	/* Pick the fastest CRC the CPU and the SIMD cap allow. */
 	rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
 
@@ -197,6 +201,43 @@ int runtime::bind_this_thread(unsigned cpu) const
 		rc = hwloc_set_cpubind(topo_, set, HWLOC_CPUBIND_THREAD);
 	hwloc_bitmap_free(set);
 	return rc == 0 ? 0 : errno;
+}
+
+} // namespace rdgram
+
+namespace rdgram {
+namespace {
+struct launch_slot {
+	int (*f)(void *);
+	void *arg;
+};
+launch_slot g_slots[RTE_MAX_LCORE];
+
+int trampoline(void *p)
+{
+	auto *s = static_cast<launch_slot *>(p);
+	RDGRAM_TSAN_ACQUIRE(s);
+	int rc = s->f(s->arg);
+	RDGRAM_TSAN_RELEASE(s);
+	return rc;
+}
+} // namespace
+
+int launch_on_lcore(int (*f)(void *), void *arg, unsigned lcore)
+{
+	if (lcore >= RTE_MAX_LCORE)
+		return -EINVAL;
+	g_slots[lcore] = launch_slot{f, arg};
+	RDGRAM_TSAN_RELEASE(&g_slots[lcore]);
+	return rte_eal_remote_launch(trampoline, &g_slots[lcore], lcore);
+}
+
+int wait_on_lcore(unsigned lcore)
+{
+	int rc = rte_eal_wait_lcore(lcore);
+	if (lcore < RTE_MAX_LCORE)
+		RDGRAM_TSAN_ACQUIRE(&g_slots[lcore]);
+	return rc;
 }
 
 } // namespace rdgram

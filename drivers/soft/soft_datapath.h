@@ -9,7 +9,7 @@
  * fields the RoCEv2 annex masks (the 8 pseudo-LRH bytes before the IP header,
  * IPv4 TOS/TTL/checksum or IPv6 traffic class/flow label/hop limit, the UDP
  * checksum and BTH byte 4) are first written as all ones, the CRC runs over
- * the contiguous bytes with rte_net_crc, then the real values go in.
+ * the contiguous bytes (crc32.h), then the real values go in.
  *
  * RX checks, in order, every field a RoCE HCA checks for a UD QP and counts
  * each drop under its reason (stats.h). A delivered packet is rearranged in
@@ -27,7 +27,9 @@
 #include <rte_prefetch.h>
 
 #include "rdgram/ah_table.h"
+#include "rdgram/crc32.h"
 #include "rdgram/stats.h"
+#include "rdgram/tsan.h"
 #include "rdgram/ud.h"
 #include "rdgram/wire.h"
 
@@ -128,6 +130,9 @@ public:
 	{
 		if (nstash_ == 0)
 			return;
+		if (RDGRAM_TSAN)
+			for (unsigned i = 0; i < nstash_; i++)
+				RDGRAM_TSAN_RELEASE(stash_[i]);
 		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, nstash_);
 		if (sent < nstash_) {
 			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
@@ -165,17 +170,32 @@ public:
 			ninl = 0;
 		}
 
+		/* Three passes over the burst: write every packet with its masked
+		 * fields, then every ICRC, then the real field values. The CRC
+		 * loads then read headers whose stores have left the store buffer
+		 * (no store-forwarding stalls) and independent CRCs overlap. */
 		soft_qp &sq = qps_[sq_];
 		unsigned used = 0;
+		tx_pending_pkt pend[max_burst];
+		unsigned np = 0;
 		for (unsigned i = 0; i < n; i++) {
 			send_wr &wr = wrs[i];
 			rte_mbuf *m = (wr.flags & send_inline) ? fresh[used++] : wr.mbuf;
-			if (likely(build(wr, sq, m)))
-				stash_[nstash_++] = m;
+			if (likely(build_masked(wr, sq, m, pend[np])))
+				np++;
 			else
 				rte_pktmbuf_free(m);
 		}
+		for (unsigned i = 0; i < np; i++)
+			store_icrc(pend[i]);
+		for (unsigned i = 0; i < np; i++) {
+			unmask(pend[i]);
+			stash_[nstash_++] = pend[i].m;
+		}
 
+		if (RDGRAM_TSAN)
+			for (unsigned i = 0; i < nstash_; i++)
+				RDGRAM_TSAN_RELEASE(stash_[i]);
 		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, nstash_);
 		if (sent < nstash_) {
 			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
@@ -193,6 +213,9 @@ public:
 			n = max_burst;
 		rte_mbuf *pkts[max_burst];
 		uint16_t nb = rte_eth_rx_burst(port_, queue_, pkts, n);
+		if (RDGRAM_TSAN)
+			for (uint16_t i = 0; i < nb; i++)
+				RDGRAM_TSAN_ACQUIRE(pkts[i]);
 		uint16_t out = 0;
 		for (uint16_t i = 0; i < nb; i++) {
 			if (i + 1 < nb)
@@ -205,15 +228,41 @@ public:
 		return out;
 	}
 
-	/* Exposed for tests and the ICRC benchmark. */
-	bool build(const send_wr &wr, soft_qp &sq, rte_mbuf *m);
+	/* A packet between the TX passes. */
+	struct tx_pending_pkt {
+		rte_mbuf *m;
+		uint8_t *p;          /* frame start */
+		const soft_av *av;
+		uint32_t icrc_off;   /* from p */
+	};
+	/* Builds one packet (all three passes); for tests. */
+	bool build(const send_wr &wr, soft_qp &sq, rte_mbuf *m)
+	{
+		tx_pending_pkt t;
+		if (!build_masked(wr, sq, m, t))
+			return false;
+		store_icrc(t);
+		unmask(t);
+		return true;
+	}
+	bool build_masked(const send_wr &wr, soft_qp &sq, rte_mbuf *m, tx_pending_pkt &t);
+	static void store_icrc(const tx_pending_pkt &t)
+	{
+		uint32_t crc = rte_cpu_to_le_32(icrc_of(t.p + 6, t.icrc_off - 6));
+		memcpy(t.p + t.icrc_off, &crc, 4);
+	}
+	static void unmask(const tx_pending_pkt &t);
 	bool parse(rte_mbuf *m, recv_wc &wc);
 
 	/* The RoCEv2 ICRC of a frame whose masked fields are already all ones:
 	 * CRC-32 over [l3 - 8, end of pad). Stored little-endian after the pad. */
 	static uint32_t icrc_of(const uint8_t *l3_minus8, uint32_t len)
 	{
-		return rte_net_crc_calc(l3_minus8, len, RTE_NET_CRC32_ETH);
+		/* rdgram's inline PCLMUL/VPCLMULQDQ kernel: the same CRC-32 as
+		 * rte_net_crc_calc(RTE_NET_CRC32_ETH), about half its cost at
+		 * 64..200 bytes and no indirect call (benchmarks/bench_crc32.cc,
+		 * docs/PERFORMANCE.md). */
+		return crc32_ieee(l3_minus8, len);
 	}
 
 	/* Verifies the ICRC of a frame in place; restores every byte. */
@@ -233,7 +282,7 @@ private:
 };
 static_assert(ud_driver<soft_queue>);
 
-inline bool soft_queue::build(const send_wr &wr, soft_qp &sq, rte_mbuf *m)
+inline bool soft_queue::build_masked(const send_wr &wr, soft_qp &sq, rte_mbuf *m, tx_pending_pkt &t)
 {
 	const soft_av *av = ahs_->lookup(wr.ah);
 	if (unlikely(av == nullptr)) {
@@ -316,14 +365,27 @@ inline bool soft_queue::build(const send_wr &wr, soft_qp &sq, rte_mbuf *m)
 	const uint32_t zero = 0;
 	memcpy(end, &zero, 4);
 
-	uint32_t crc = icrc_of(p + 6, uint32_t(end + pad - (p + 6)));
-	crc = rte_cpu_to_le_32(crc);
-	memcpy(end + pad, &crc, 4);
+	t.m = m;
+	t.p = p;
+	t.av = av;
+	t.icrc_off = uint32_t(end + pad - p);
+	/* No l2_len/l3_len: no offload is requested, and writing them would
+	 * pull the mbuf's second cache line in (it was 19% of the TX cost). */
+	ctr_.tx_pkts++;
+	ctr_.tx_bytes += paylen;
+	return true;
+}
 
-	/* Now the real values of the masked fields. */
+inline void soft_queue::unmask(const tx_pending_pkt &t)
+{
+	uint8_t *p = t.p;
+	const soft_av *av = t.av;
 	memcpy(p + 6, av->hdr + 6, 8);
+	const bool v4 = av->l3 == 4;
+	const uint32_t addr_len = v4 ? wire::addr_len_v4 : wire::addr_len_v6;
+	uint8_t *udp = p + addr_len - wire::udp_len;
 	reinterpret_cast<rte_udp_hdr *>(udp)->dgram_cksum = 0; /* Annex A17.4.5.1 */
-	bth->resv8a = 0;
+	reinterpret_cast<wire::bth *>(udp + wire::udp_len)->resv8a = 0;
 	if (v4) {
 		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(p + wire::eth_len);
 		const auto *tip = reinterpret_cast<const rte_ipv4_hdr *>(av->hdr + wire::eth_len);
@@ -338,11 +400,6 @@ inline bool soft_queue::build(const send_wr &wr, soft_qp &sq, rte_mbuf *m)
 		ip->vtc_flow = tip->vtc_flow;
 		ip->hop_limits = tip->hop_limits;
 	}
-	m->l2_len = wire::eth_len;
-	m->l3_len = v4 ? wire::ipv4_len : wire::ipv6_len;
-	ctr_.tx_pkts++;
-	ctr_.tx_bytes += paylen;
-	return true;
 }
 
 inline bool soft_queue::icrc_ok(uint8_t *f, bool v4, uint32_t l3_off, uint32_t icrc_off)

@@ -61,7 +61,8 @@ int soft_device::open(const soft_config &cfg)
 	snprintf(name, sizeof(name), "rdgram_soft%u", cfg.port_id);
 	/* Room for the largest frame: headers + MTU payload + pad + ICRC. */
 	uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::hdr_len_v6 + wire::immdt_len) + cfg.mtu + 8;
-	mp_ = rte_pktmbuf_pool_create(name, cfg.nb_mbufs, 256, 0, uint16_t(room), socket);
+	mp_ = rte_pktmbuf_pool_create_by_ops(name, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
+					     RDGRAM_MEMPOOL_OPS);
 	if (mp_ == nullptr) {
 		err_ = std::string("mempool: ") + rte_strerror(rte_errno);
 		return rte_errno ? rte_errno : ENOMEM;

@@ -104,7 +104,7 @@ TEST_P(SoftE2E, AllArriveIntact)
 	const uint32_t N = 20000;
 	sender_ctx x{&p, h, N, prm};
 	unsigned worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
-	ASSERT_EQ(rte_eal_remote_launch(sender_main, &x, worker), 0);
+	ASSERT_EQ(launch_on_lcore(sender_main, &x, worker), 0);
 
 	std::vector<uint8_t> want(prm.size);
 	uint32_t got = 0, bad = 0;
@@ -126,7 +126,7 @@ TEST_P(SoftE2E, AllArriveIntact)
 			rte_pktmbuf_free(wc[k].mbuf);
 		}
 	}
-	rte_eal_wait_lcore(worker);
+	wait_on_lcore(worker);
 	EXPECT_FALSE(x.failed.load());
 	EXPECT_EQ(got, N);
 	EXPECT_EQ(bad, 0u);

@@ -18,6 +18,8 @@
 
 #include <rte_ring.h>
 
+#include "rdgram/tsan.h"
+
 namespace rdgram {
 
 struct ctl_request {
@@ -45,6 +47,7 @@ public:
 	bool post(ctl_request *r)
 	{
 		r->done.store(false, std::memory_order_relaxed);
+		RDGRAM_TSAN_RELEASE(r);
 		return rte_ring_mp_enqueue(ring_, r) == 0;
 	}
 

@@ -83,6 +83,12 @@ private:
 	std::vector<std::string> eal_args_;
 };
 
+/* Runs f(arg) on a worker lcore (rte_eal_remote_launch) and waits for it
+ * (rte_eal_wait_lcore). Same semantics; in TSan builds the launch and the
+ * join are also announced to TSan, which cannot see the EAL's own hand-off. */
+int launch_on_lcore(int (*f)(void *), void *arg, unsigned lcore);
+int wait_on_lcore(unsigned lcore);
+
 /* Poll thread registration with the runtime's QSBR variable (thread id =
  * lcore id). Quiescent-state reports are a store each: no syscall. */
 inline void poll_thread_online(rte_rcu_qsbr *qs, unsigned tid)
