@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# rdgram-perf sends through net_pcap into a capture file; tshark and scapy
+# (independent implementations) must accept every frame: IPv4 and IPv6,
+# with and without immediate data, several payload sizes.
+set -u
+perf=$1
+cfgdir=$2
+tools=$(cd "$(dirname "$0")/../tools" && pwd)
+command -v tshark >/dev/null || { echo "SKIP: tshark not installed"; exit 77; }
+/usr/bin/python3 -c 'import scapy' 2>/dev/null || { echo "SKIP: python3-scapy not installed"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+/usr/bin/python3 -c "import struct,sys; open(sys.argv[1],'wb').write(struct.pack('<IHHiIII',0xa1b2c3d4,2,4,0,0,65535,1))" "$tmp/empty.pcap"
+fail=0
+run=0
+for cfg in loopback.toml loopback-ipv6.toml; do
+  for imm in "" --imm; do
+    for size in 0 1 64 1000 4096; do
+      run=$((run + 1))
+      out=$tmp/out$run.pcap
+      "$perf" -l 0 --no-huge --no-shconf --no-pci -m 256 --log-level=lib.eal:error \
+        --file-prefix "pcap$$" -- -c "$cfgdir/$cfg" --mode client --test txonly -n 50 -s $size $imm \
+        --port "net_pcap0,rx_pcap=$tmp/empty.pcap,tx_pcap=$out" >"$tmp/log" 2>&1 \
+        || { echo "FAIL: rdgram-perf ($cfg $imm -s $size)"; cat "$tmp/log"; fail=1; continue; }
+      echo "== $cfg ${imm:-no-imm} size $size"
+      /usr/bin/python3 "$tools/check_capture.py" "$out" 50 0x100 0x101 0x11111111 $size || fail=1
+    done
+  done
+done
+exit $fail
