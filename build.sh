@@ -4,12 +4,15 @@
 #   ./build.sh demo [rdgram-perf args...]   install deps, build, run rdgram-perf
 #                                            (no args: loopback latency + bandwidth demo)
 #   ./build.sh test [meson test args...]    install deps, build, run the test suite
+#   ./build.sh sanitize                     the suite under ASan+UBSan (build-asan/) and
+#                                            under TSan (build-tsan/, tests/tsan.supp)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 usage() {
 	echo "usage: $0 demo [args for rdgram-perf...]" >&2
 	echo "       $0 test [args for meson test...]" >&2
+	echo "       $0 sanitize" >&2
 	exit 2
 }
 
@@ -17,7 +20,7 @@ usage() {
 cmd=$1
 shift
 case "$cmd" in
-demo | test) ;;
+demo | test | sanitize) ;;
 *) usage ;;
 esac
 
@@ -32,6 +35,26 @@ if [[ ! -f build/meson-private/coredata.dat ]]; then
 elif ! meson configure build >/dev/null 2>&1; then
 	echo "build.sh: build/ is from another meson version or broken; wiping it" >&2
 	meson setup --wipe build
+fi
+
+setup_variant() { # dir, meson options...
+	local dir=$1
+	shift
+	if [[ ! -f $dir/meson-private/coredata.dat ]] || ! meson configure "$dir" >/dev/null 2>&1; then
+		meson setup --wipe "$dir" "$@" >/dev/null 2>&1 || meson setup "$dir" "$@"
+	fi
+	ninja -C "$dir"
+}
+
+if [[ $cmd == sanitize ]]; then
+	setup_variant build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
+	setup_variant build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debugoptimized
+	rc=0
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+		meson test -C build-asan --print-errorlogs --num-processes 1 || rc=1
+	TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
+		meson test -C build-tsan --print-errorlogs --num-processes 1 || rc=1
+	exit $rc
 fi
 
 ninja -C build

@@ -10,10 +10,10 @@ PKGS=(
 	libdpdk-dev dpdk-dev
 	libibverbs-dev ibverbs-providers
 	libhwloc-dev libnuma-dev libpcap-dev zlib1g-dev
-	libgtest-dev libgmock-dev libbenchmark-dev
+	libgtest-dev libbenchmark-dev
 	libtomlplusplus-dev libcli11-dev
-	python3-scapy tshark sockperf perftest iproute2
-	clang libclang-rt-14-dev
+	python3-scapy tshark iproute2   # tests: packet checks, netns
+	sockperf                       # benchmarks/compare.py reference
 )
 
 # One dpkg-query for all packages: prints "<pkg> <status>" for known ones;

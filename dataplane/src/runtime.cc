@@ -177,8 +177,21 @@ void runtime::fini()
 		topo_ = nullptr;
 	}
 	if (eal_up_) {
+		/* DPDK leaves its runtime directory (telemetry socket, config)
+		 * behind; remove ours, named rdgram-*, so runs do not pile up. */
+		std::string dir = rte_eal_get_runtime_dir();
 		rte_eal_cleanup();
 		eal_up_ = false;
+		const size_t slash = dir.rfind('/');
+		if (dir.compare(slash + 1, 7, "rdgram-") == 0) {
+			if (DIR *d = opendir(dir.c_str())) {
+				while (dirent *e = readdir(d))
+					if (e->d_name[0] != '.')
+						unlink((dir + "/" + e->d_name).c_str());
+				closedir(d);
+			}
+			rmdir(dir.c_str());
+		}
 	}
 }
 

@@ -19,8 +19,8 @@ cleanup() {
 trap cleanup EXIT
 ip netns add "$na" && ip netns add "$nb" || { echo "SKIP: cannot create namespaces"; exit 77; }
 ip link add "$va" type veth peer name "$vb" || { echo "SKIP: cannot create veth"; exit 77; }
-ip link set "$va" netns "$na"
-ip link set "$vb" netns "$nb"
+ip link set "$va" netns "$na" && ip link set "$vb" netns "$nb" \
+  || { ip link del "$va" 2>/dev/null; echo "SKIP: cannot move the veth into the namespaces"; exit 77; }
 # The MACs the config gives each endpoint; no IP address: the kernel stays
 # out of the way (rdgram speaks RoCEv2 itself).
 ip -n "$na" link set "$va" address 02:00:00:00:00:01 mtu 9000 up

@@ -98,7 +98,8 @@ TEST_P(SoftE2E, AllArriveIntact)
 	const params prm = GetParam();
 	soft_pair p(prm.v6);
 	ASSERT_TRUE(p.ok);
-	ASSERT_GE(rte_lcore_count(), 2u) << "needs two lcores";
+	if (rte_lcore_count() < 2)
+		GTEST_SKIP() << "needs two lcores (this process may use only one CPU)";
 	ah_handle h = p.ah_from(0);
 	ASSERT_NE(h, ah_null);
 	const uint32_t N = 20000;

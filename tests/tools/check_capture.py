@@ -7,7 +7,7 @@ malformed, and scapy's RoCE layer must compute the same ICRC (IPv4; for IPv6,
 which scapy 2.5 cannot do, the annex function of gen_icrc_vectors.py, itself
 cross-checked against scapy on IPv4).
 
-usage: check_capture.py PCAP COUNT DQPN SQPN QKEY PAYLEN
+usage: check_capture.py COUNT DQPN SQPN QKEY PCAP:PAYLEN [PCAP:PAYLEN ...]
 Run with Debian's /usr/bin/python3 (python3-scapy).
 """
 import os
@@ -22,9 +22,7 @@ from scapy.contrib.roce import BTH  # noqa: E402
 from gen_icrc_vectors import annex_icrc  # noqa: E402
 
 
-def main():
-    pcap, count, dqpn, sqpn, qkey, paylen = sys.argv[1], int(sys.argv[2]), int(sys.argv[3], 0), \
-        int(sys.argv[4], 0), int(sys.argv[5], 0), int(sys.argv[6])
+def check(pcap, count, dqpn, sqpn, qkey, paylen):
     errors = []
     frames = rdpcap(pcap)
     if len(frames) != count:
@@ -64,9 +62,18 @@ def main():
         if port != "4791":
             errors.append(f"frame {i}: UDP port {port!r}")
     for e in errors[:20]:
-        print("FAIL:", e)
-    print(f"{len(frames)} frames checked with tshark and scapy: {len(errors)} problems")
-    return 1 if errors else 0
+        print(f"FAIL: {pcap}: {e}")
+    print(f"{pcap}: {len(frames)} frames checked with tshark and scapy: {len(errors)} problems")
+    return len(errors)
+
+
+def main():
+    count, dqpn, sqpn, qkey = int(sys.argv[1]), int(sys.argv[2], 0), int(sys.argv[3], 0), int(sys.argv[4], 0)
+    bad = 0
+    for spec in sys.argv[5:]:
+        pcap, paylen = spec.rsplit(":", 1)
+        bad += check(pcap, count, dqpn, sqpn, qkey, int(paylen))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
