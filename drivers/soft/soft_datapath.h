@@ -128,17 +128,8 @@ public:
 	/* Pushes built packets still waiting for room in the port queue. */
 	void tx_flush()
 	{
-		if (nstash_ == 0)
-			return;
-		if (RDGRAM_TSAN)
-			for (unsigned i = 0; i < nstash_; i++)
-				RDGRAM_TSAN_RELEASE(stash_[i]);
-		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, nstash_);
-		if (sent < nstash_) {
-			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
-			ctr_.tx_port_full++;
-		}
-		nstash_ -= sent;
+		if (nstash_ != 0)
+			push_stash();
 	}
 
 	/* Accepts up to n send WRs; returns how many it took (the caller keeps
@@ -193,15 +184,7 @@ public:
 			stash_[nstash_++] = pend[i].m;
 		}
 
-		if (RDGRAM_TSAN)
-			for (unsigned i = 0; i < nstash_; i++)
-				RDGRAM_TSAN_RELEASE(stash_[i]);
-		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, nstash_);
-		if (sent < nstash_) {
-			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
-			ctr_.tx_port_full++;
-		}
-		nstash_ -= sent;
+		push_stash();
 		return n;
 	}
 
@@ -269,6 +252,20 @@ public:
 	static bool icrc_ok(uint8_t *frame, bool v4, uint32_t l3_off, uint32_t icrc_off);
 
 private:
+	/* Hands the stash to the port; what it does not take stays, in order. */
+	void push_stash()
+	{
+		if (RDGRAM_TSAN)
+			for (unsigned i = 0; i < nstash_; i++)
+				RDGRAM_TSAN_RELEASE(stash_[i]);
+		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, uint16_t(nstash_));
+		if (sent < nstash_) {
+			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
+			ctr_.tx_port_full++;
+		}
+		nstash_ -= sent;
+	}
+
 	uint16_t port_ = 0, queue_ = 0;
 	unsigned sq_ = 0;
 	unsigned nqp_ = 0;

@@ -3,6 +3,7 @@
 # its own EAL and poll core. Passes when the client prints both perftest
 # tables, every message of the bandwidth test arrived, and both exit 0.
 set -u
+. "$(dirname "$0")/lib.sh"
 perf=$1
 cfg=$2
 tmp=$(mktemp -d)
@@ -18,12 +19,4 @@ sleep 0.5
 crc=$?
 wait $spid
 src=$?
-echo "--- client (exit $crc)"; cat "$tmp/client.out"
-echo "--- server (exit $src)"; cat "$tmp/server.out"
-fail=0
-[ $crc -eq 0 ] || { echo "FAIL: client exit $crc"; fail=1; }
-[ $src -eq 0 ] || { echo "FAIL: server exit $src"; fail=1; }
-grep -q 't_typical\[usec\]' "$tmp/client.out" || { echo "FAIL: no latency table"; fail=1; }
-grep -q 'MsgRate\[Mpps\]' "$tmp/client.out" || { echo "FAIL: no bandwidth table"; fail=1; }
-grep -q 'receiver: 20000 of 20000 messages' "$tmp/client.out" || { echo "FAIL: bandwidth messages lost"; fail=1; }
-exit $fail
+check_pair "$tmp" $crc $src 20000

@@ -3,6 +3,7 @@
 # each on net_af_packet: RoCEv2 UD through real kernel interfaces. Needs root
 # (ip netns); skips (77) otherwise. Everything it creates is removed on exit.
 set -u
+. "$(dirname "$0")/lib.sh"
 perf=$1
 cfg=$2
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for ip netns"; exit 77; }
@@ -35,12 +36,4 @@ ip netns exec "$nb" "$perf" "${common[@]}" --mode client -n 5000 --port "net_af_
   >"$tmp/client.out" 2>&1
 crc=$?
 wait "$spid"; src=$?; spid=
-echo "--- client (exit $crc)"; cat "$tmp/client.out"
-echo "--- server (exit $src)"; cat "$tmp/server.out"
-fail=0
-[ $crc -eq 0 ] || { echo "FAIL: client exit $crc"; fail=1; }
-[ $src -eq 0 ] || { echo "FAIL: server exit $src"; fail=1; }
-grep -q 't_typical\[usec\]' "$tmp/client.out" || { echo "FAIL: no latency table"; fail=1; }
-grep -q 'MsgRate\[Mpps\]' "$tmp/client.out" || { echo "FAIL: no bandwidth table"; fail=1; }
-grep -q 'receiver: [0-9]* of 5000 messages' "$tmp/client.out" || { echo "FAIL: no receiver count"; fail=1; }
-exit $fail
+check_pair "$tmp" $crc $src 5000 lossy
