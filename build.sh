@@ -3,9 +3,11 @@
 # Single entry point:
 #   ./build.sh demo [rdgram-perf args...]   install deps, build, run rdgram-perf
 #                                            (no args: loopback latency + bandwidth demo)
-#   ./build.sh test [meson test args...]    install deps, build, run the test suite
-#   ./build.sh sanitize                     the suite under ASan+UBSan (build-asan/) and
-#                                            under TSan (build-tsan/, tests/tsan.supp)
+#   ./build.sh test [meson test args...]    install deps, build, run the test suite; with no
+#                                            args also under ASan+UBSan and TSan (set
+#                                            RDGRAM_NO_SANITIZERS=1 to skip those)
+#   ./build.sh sanitize                     only the sanitizer runs: build-asan/, build-tsan/
+#                                            (tests/tsan.supp)
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -46,15 +48,24 @@ setup_variant() { # dir, meson options...
 	ninja -C "$dir"
 }
 
-if [[ $cmd == sanitize ]]; then
-	setup_variant build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized
-	setup_variant build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debugoptimized
-	rc=0
+run_sanitizers() {
+	setup_variant build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
+		-Dbenchmarks=disabled
+	setup_variant build-tsan -Db_sanitize=thread -Db_lundef=false -Dbuildtype=debugoptimized \
+		-Dbenchmarks=disabled
+	local rc=0
+	echo "== the suite under ASan+UBSan (build-asan/)"
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
 		meson test -C build-asan --print-errorlogs --num-processes 1 || rc=1
+	echo "== the suite under TSan (build-tsan/)"
 	TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
 		meson test -C build-tsan --print-errorlogs --num-processes 1 || rc=1
-	exit $rc
+	return $rc
+}
+
+if [[ $cmd == sanitize ]]; then
+	run_sanitizers
+	exit $?
 fi
 
 ninja -C build
@@ -64,6 +75,31 @@ demo)
 	exec build/apps/rdgram-perf/rdgram-perf "$@"
 	;;
 test)
-	exec meson test -C build --print-errorlogs --num-processes 1 "$@"
+	# The suite, then (with no arguments: the whole-suite run CI does) the
+	# same suite under ASan+UBSan and under TSan.
+	rc=0
+	meson test -C build --print-errorlogs --num-processes 1 "$@" || rc=1
+	dirs=(build)
+	if (($# == 0)) && [[ ${RDGRAM_NO_SANITIZERS:-} != 1 ]]; then
+		run_sanitizers || rc=1
+		dirs+=(build-asan build-tsan)
+	fi
+	# One line over every run: what passed and what did not.
+	python3 - "${dirs[@]}" <<'PY'
+import json, sys
+ok = bad = 0
+for d in sys.argv[1:]:
+    try:
+        for line in open(f"{d}/meson-logs/testlog.json"):
+            r = json.loads(line).get("result")
+            if r in ("OK", "EXPECTEDFAIL", "SKIP"):
+                ok += r != "SKIP"
+            else:
+                bad += 1
+    except OSError:
+        bad += 1
+print(f"{ok} passed, {bad} failed")
+PY
+	exit $rc
 	;;
 esac
