@@ -210,8 +210,7 @@ struct client_params {
 	bool txonly; /* bw with no server: no SYNC/FIN exchange */
 };
 
-template <ud_driver Q>
-inline bool fill_payload(Q &q, rte_mempool *mp, const client_params &cp, const uint8_t *buf, send_wr &w)
+inline bool fill_payload(rte_mempool *mp, const client_params &cp, const uint8_t *buf, send_wr &w)
 {
 	if (cp.size <= cp.inline_max) {
 		w.inline_data = buf;
@@ -225,7 +224,6 @@ inline bool fill_payload(Q &q, rte_mempool *mp, const client_params &cp, const u
 	void *d = rte_pktmbuf_append(m, uint16_t(cp.size));
 	memcpy(d, buf, std::min<uint32_t>(cp.size, 64));
 	w.mbuf = m;
-	(void)q;
 	return true;
 }
 
@@ -257,7 +255,7 @@ inline bool client_lat(Q &q, rte_mempool *mp, const peer &p, const client_params
 			w.flags = send_imm;
 			w.imm_data = uint32_t(i);
 		}
-		if (!fill_payload(q, mp, cp, buf.data(), w))
+		if (!fill_payload(mp, cp, buf.data(), w))
 			return false;
 		const uint64_t t0 = rte_rdtsc();
 		while (q.tx_burst(&w, 1) == 0)
@@ -331,7 +329,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 				w.flags = send_imm;
 				w.imm_data = uint32_t(sent + have);
 			}
-			if (!fill_payload(q, mp, cp, buf.data(), w))
+			if (!fill_payload(mp, cp, buf.data(), w))
 				break;
 			have++;
 		}

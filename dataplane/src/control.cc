@@ -91,8 +91,6 @@ void *control_thread::main(void *arg)
 			r->fn(r);
 			r->done.store(true, std::memory_order_release);
 		}
-		for (auto &p : self->periodic_)
-			p();
 		if (n == 0) {
 			if (stopping)
 				break;

@@ -115,7 +115,6 @@ public:
 	/* Which local QP sends (its QPN goes in DETH); index into qps. */
 	void select_send_qp(unsigned i) { sq_ = i; }
 	const qp_counters &counters() const { return ctr_; }
-	qp_counters &counters_mut() { return ctr_; }
 	uint16_t port_id() const { return port_; }
 	rte_mempool *mempool() const { return mp_; }
 
@@ -137,7 +136,10 @@ public:
 	 * the MTU, unusable mbuf) is dropped and counted, its mbuf freed. */
 	uint16_t tx_burst(send_wr *wrs, uint16_t n)
 	{
-		tx_flush();
+		/* Leftovers go out with this burst at the end; push them first only
+		 * when they leave no room for a whole burst. */
+		if (nstash_ > tx_stash_size - max_burst)
+			push_stash();
 		unsigned room = tx_stash_size - nstash_;
 		if (n > room)
 			n = uint16_t(room);

@@ -50,7 +50,6 @@ public:
 		free_.reserve(capacity);
 		for (uint32_t i = capacity; i-- > 0;)
 			free_.push_back(i);
-		qs_ = qs;
 		if (qs != nullptr) {
 			static unsigned seq;
 			char name[RTE_RING_NAMESIZE];
@@ -159,10 +158,8 @@ public:
 			rte_rcu_qsbr_dq_reclaim(dq_, cap_, nullptr, nullptr, nullptr);
 	}
 
-	bool is_live(ah_handle h) const { return lookup(h) != nullptr; }
 	uint32_t capacity() const { return cap_; }
 	uint32_t live() const { return live_; }
-	size_t free_slots() const { return free_.size(); }
 
 private:
 	static void reclaim_cb(void *p, void *e, unsigned int n)
@@ -178,7 +175,6 @@ private:
 	uint32_t *gen_ = nullptr;
 	AV *av_ = nullptr;
 	std::vector<uint32_t> free_;
-	rte_rcu_qsbr *qs_ = nullptr;
 	rte_rcu_qsbr_dq *dq_ = nullptr;
 };
 

@@ -14,7 +14,6 @@
 #include <atomic>
 #include <functional>
 #include <pthread.h>
-#include <vector>
 
 #include <rte_ring.h>
 
@@ -55,10 +54,6 @@ public:
 	 * control thread and the poll threads.) */
 	void call(const std::function<void()> &f);
 
-	/* Adds work the control thread does on every pass (reclamation,
-	 * timers). (Before start.) */
-	void add_periodic(std::function<void()> f) { periodic_.push_back(std::move(f)); }
-
 	bool on_control_thread() const;
 	bool running() const { return running_.load(std::memory_order_acquire); }
 
@@ -68,7 +63,6 @@ private:
 	pthread_t tid_{};
 	std::atomic<bool> running_{false};
 	std::atomic<bool> stop_{false};
-	std::vector<std::function<void()>> periodic_;
 };
 
 } // namespace rdgram

@@ -320,9 +320,9 @@ public:
 				rte_prefetch0(&b[(pos[i] + more * k) & mask]);
 		}
 		for (uint32_t round = 0; next != 0 && round < mask; round++) {
-			const uint64_t todo = next;
+			const uint64_t unresolved = next;
 			next = 0;
-			for (uint64_t w = todo; w != 0; w &= w - 1) {
+			for (uint64_t w = unresolved; w != 0; w &= w - 1) {
 				const unsigned i = unsigned(__builtin_ctzll(w));
 				const uint32_t more = step(i);
 				rte_prefetch0(&b[(pos[i] + more * (probe_ahead - 1)) & mask]);
