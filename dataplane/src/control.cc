@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include <rte_errno.h>
+#include <rte_cycles.h>
 #include <rte_lcore.h>
 
 namespace rdgram {
@@ -52,6 +53,45 @@ void control_thread::stop()
 
 bool control_thread::on_control_thread() const { return tls_is_ctl; }
 
+int control_thread::add_poller(poller_fn fn, void *arg)
+{
+	int rc = 0;
+	auto add = [&] {
+		if (npollers_ == max_pollers)
+			rc = ENOSPC;
+		else
+			pollers_[npollers_++] = poller{fn, arg};
+	};
+	if (running())
+		call(add);
+	else
+		add();
+	return rc;
+}
+
+void control_thread::remove_poller(poller_fn fn, void *arg)
+{
+	auto rm = [&] {
+		for (unsigned i = 0; i < npollers_; i++)
+			if (pollers_[i].fn == fn && pollers_[i].arg == arg) {
+				pollers_[i] = pollers_[--npollers_];
+				return;
+			}
+	};
+	if (running())
+		call(rm);
+	else
+		rm();
+}
+
+bool control_thread::run_pollers(uint64_t now)
+{
+	bool busy = false;
+	for (unsigned i = 0; i < npollers_; i++)
+		busy |= pollers_[i].fn(pollers_[i].arg, now);
+	return busy;
+}
+
 void control_thread::call(const std::function<void()> &f)
 {
 	if (tls_is_ctl) {
@@ -91,16 +131,17 @@ void *control_thread::main(void *arg)
 			r->fn(r);
 			r->done.store(true, std::memory_order_release);
 		}
-		if (n == 0) {
-			if (stopping)
-				break;
+		if (n == 0 && stopping)
+			break;
+		const bool busy = self->run_pollers(rte_get_tsc_cycles());
+		if (n == 0 && !busy) {
 			/* Idle: the control thread may sleep; poll threads never wait
-			 * for it synchronously. The nap grows from 20 us to 1 ms while
+			 * for it synchronously. The nap grows from 20 us to 250 us while
 			 * idle (it shares a core with an lcore on small machines) and
 			 * drops back at the first request. */
 			timespec ts{0, idle_ns};
 			nanosleep(&ts, nullptr);
-			if (idle_ns < 1000000)
+			if (idle_ns < 250000)
 				idle_ns += idle_ns / 2;
 		} else {
 			idle_ns = 20000;

@@ -54,11 +54,29 @@ public:
 	 * control thread and the poll threads.) */
 	void call(const std::function<void()> &f);
 
+	/* Registers fn(arg) to run on the control thread at every loop
+	 * iteration (device housekeeping, miss queues). fn returns true when it
+	 * did work (the thread then does not nap). At most max_pollers. (Any
+	 * thread; takes effect at the next iteration.) 0 or ENOSPC. */
+	static constexpr unsigned max_pollers = 16;
+	using poller_fn = bool (*)(void *arg, uint64_t now);
+	int add_poller(poller_fn fn, void *arg);
+	/* Removes a poller; when it returns the poller is not running and will
+	 * not run again. (Not from the control thread itself.) */
+	void remove_poller(poller_fn fn, void *arg);
+
 	bool on_control_thread() const;
 	bool running() const { return running_.load(std::memory_order_acquire); }
 
 private:
 	static void *main(void *arg);
+	bool run_pollers(uint64_t now);
+	struct poller {
+		poller_fn fn;
+		void *arg;
+	};
+	poller pollers_[max_pollers]{}; /* control thread only (edited via call) */
+	unsigned npollers_ = 0;
 	rte_ring *ring_ = nullptr;
 	pthread_t tid_{};
 	std::atomic<bool> running_{false};

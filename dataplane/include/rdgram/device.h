@@ -46,6 +46,27 @@ public:
 	virtual int destroy_ah(ah_handle h) = 0;
 	/* Frees AH slots whose grace period has ended. (Control thread only.) */
 	virtual void reclaim() {}
+	/* Neighbour readiness for attr's destination, without blocking.
+	 * (Control thread only.) 0: create_ah(attr) needs nothing from the
+	 * network (neighbour known, multicast, or an IB port); EINPROGRESS:
+	 * resolution is running (this call starts it if needed) and poll()
+	 * moves it on; otherwise the errno create_ah(attr) would fail with:
+	 * ETIMEDOUT (the neighbour never answered), EHOSTUNREACH (no way to
+	 * resolve it, e.g. a static-only table without the entry), EINVAL. */
+	virtual int prepare_ah(const ibv_ah_attr &attr)
+	{
+		(void)attr;
+		return 0;
+	}
+	/* Control-thread housekeeping, called every control-loop iteration:
+	 * neighbour frames, retries, TTL re-resolution, AH slot reclamation.
+	 * now is rte_get_tsc_cycles(). Returns true when it did any work. */
+	virtual bool poll(uint64_t now)
+	{
+		(void)now;
+		reclaim();
+		return false;
+	}
 	virtual uint32_t live_ahs() const = 0;
 };
 
