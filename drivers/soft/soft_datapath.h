@@ -49,6 +49,21 @@ static_assert(sizeof(soft_av) == 64);
  * TX finishes the checksum with one add. */
 inline constexpr size_t av_v4_csum_off = 44;
 
+/* The AV's first 8 bytes as one word: the destination MAC and the first two
+ * bytes of the source MAC. The control thread swaps the destination MAC of
+ * a live AV with set_av_mac (one atomic store), so a poll thread copying
+ * the AV sees the old MAC or the new one, never a mix. */
+inline uint64_t av_mac_word(const soft_av &av)
+{
+	return __atomic_load_n(reinterpret_cast<const uint64_t *>(av.hdr), __ATOMIC_RELAXED);
+}
+inline void set_av_mac(soft_av &av, const rte_ether_addr &mac)
+{
+	uint64_t w = av_mac_word(av);
+	memcpy(&w, mac.addr_bytes, 6);
+	__atomic_store_n(reinterpret_cast<uint64_t *>(av.hdr), w, __ATOMIC_RELAXED);
+}
+
 inline uint16_t fold_csum(uint32_t s)
 {
 	s = (s & 0xffff) + (s >> 16);
@@ -317,11 +332,16 @@ inline bool soft_queue::build_masked(const send_wr &wr, soft_qp &sq, rte_mbuf *m
 		rte_pktmbuf_append(m, uint16_t(tail));
 	}
 
-	/* Address part from the AV, with the ICRC-masked fields all ones. */
+	/* Address part from the AV, with the ICRC-masked fields all ones. The
+	 * first 8 bytes (destination MAC + 2 bytes of the source MAC) are one
+	 * atomic word: neighbour re-resolution swaps the MAC of a live AV in
+	 * place (av_mac_word). */
 	if (v4)
-		memcpy(p, av->hdr, wire::addr_len_v4);
+		memcpy(p + 8, av->hdr + 8, wire::addr_len_v4 - 8);
 	else
-		memcpy(p, av->hdr, wire::addr_len_v6);
+		memcpy(p + 8, av->hdr + 8, wire::addr_len_v6 - 8);
+	const uint64_t w0 = av_mac_word(*av);
+	memcpy(p, &w0, 8);
 	memcpy(p + 6, &icrc_ones64, 8);
 	const uint32_t l4_len = wire::udp_len + hdr_len - addr_len + paylen + tail;
 	uint8_t *udp = p + addr_len - wire::udp_len;
@@ -379,7 +399,11 @@ inline void soft_queue::unmask(const tx_pending_pkt &t)
 {
 	uint8_t *p = t.p;
 	const soft_av *av = t.av;
-	memcpy(p + 6, av->hdr + 6, 8);
+	/* Source MAC and ethertype: bytes 6..7 live in the atomic MAC word
+	 * (never changed by a swap), bytes 8..13 are plain. */
+	const uint64_t w0 = av_mac_word(*av);
+	memcpy(p + 6, reinterpret_cast<const uint8_t *>(&w0) + 6, 2);
+	memcpy(p + 8, av->hdr + 8, 6);
 	const bool v4 = av->l3 == 4;
 	const uint32_t addr_len = v4 ? wire::addr_len_v4 : wire::addr_len_v6;
 	uint8_t *udp = p + addr_len - wire::udp_len;

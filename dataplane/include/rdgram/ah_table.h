@@ -110,6 +110,9 @@ public:
 		return true;
 	}
 	AV &av_at(uint32_t slot) { return av_[slot]; }
+	/* Applies f to every copy of a slot's AV (one per NUMA replica), e.g.
+	 * an in-place atomic swap of part of a live AV. (Control thread.) */
+	template <class F> void update(uint32_t slot, F &&f) { f(av_[slot]); }
 	const AV &av_at(uint32_t slot) const { return av_[slot]; }
 
 	/* Publishes a reserved, filled slot. (Control thread only.) The release
