@@ -152,11 +152,24 @@ public:
 	/* Destroys everything, referenced or not (shutdown). */
 	void clear()
 	{
-		for (auto &[k, e] : by_key_)
+		for (auto &[k, e] : by_key_) {
+			if (hook_ != nullptr)
+				hook_(hook_arg_, k, e.h);
 			dev_.destroy_ah(e.h);
+		}
 		by_key_.clear();
 		by_handle_.clear();
 		lru_.clear();
+	}
+
+	/* Called with each entry the registry evicts or clears, just before
+	 * the driver destroys its AH (the AH service erases it from the
+	 * dest_cache there). */
+	using evict_hook = void (*)(void *arg, const ah_key &k, ah_handle h);
+	void set_evict_hook(evict_hook fn, void *arg)
+	{
+		hook_ = fn;
+		hook_arg_ = arg;
 	}
 
 	uint32_t capacity() const { return cap_; }
@@ -184,6 +197,8 @@ private:
 		const ah_key k = lru_.front();
 		lru_.pop_front();
 		auto it = by_key_.find(k);
+		if (hook_ != nullptr)
+			hook_(hook_arg_, k, it->second.h);
 		dev_.destroy_ah(it->second.h);
 		by_handle_.erase(pack(it->second.h));
 		by_key_.erase(it);
@@ -197,6 +212,8 @@ private:
 	std::unordered_map<uint64_t, ah_key> by_handle_;
 	std::list<ah_key> lru_; /* unreferenced entries, least recently released first */
 	ah_registry_stats st_{};
+	evict_hook hook_ = nullptr;
+	void *hook_arg_ = nullptr;
 };
 
 } // namespace rdgram
