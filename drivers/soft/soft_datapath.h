@@ -37,13 +37,18 @@ namespace rdgram::soft {
 
 /* The soft AV: the Eth/IP/UDP headers of every packet to one destination,
  * with lengths and checksums left zero, plus what TX needs to finish them.
- * One cache line per AH (the 48-byte mlx5 AV's counterpart). */
-struct alignas(64) soft_av {
-	uint8_t hdr[wire::addr_len_v6]; /* 62: Eth/IPv6/UDP, or Eth/IPv4/UDP + spare */
-	uint8_t l3;                     /* 4 or 6 */
-	uint8_t addr_len;               /* 42 or 62 */
+ * 60 bytes, so that with its generation it fills one 64-byte line of the
+ * AH table (the 48-byte mlx5 AV's counterpart). For IPv6 the header stops
+ * after the UDP destination port: the UDP length and checksum are written
+ * per packet anyway. In the table the AV starts its 64-byte slot, so the
+ * first 8 bytes (av_mac_word) are an aligned word. */
+inline constexpr size_t av_hdr_len = wire::addr_len_v6 - 4;
+struct alignas(4) soft_av {
+	uint8_t hdr[av_hdr_len]; /* 58: Eth/IPv6/UDP ports, or Eth/IPv4/UDP + spare */
+	uint8_t l3;              /* 4 or 6 */
+	uint8_t addr_len;        /* 42 or 62 */
 };
-static_assert(sizeof(soft_av) == 64);
+static_assert(sizeof(soft_av) == 60);
 /* For IPv4 the spare bytes after the 42 header bytes hold the one's
  * complement partial sum of the IPv4 header without its total length, so
  * TX finishes the checksum with one add. */
@@ -339,7 +344,7 @@ inline bool soft_queue::build_masked(const send_wr &wr, soft_qp &sq, rte_mbuf *m
 	if (v4)
 		memcpy(p + 8, av->hdr + 8, wire::addr_len_v4 - 8);
 	else
-		memcpy(p + 8, av->hdr + 8, wire::addr_len_v6 - 8);
+		memcpy(p + 8, av->hdr + 8, av_hdr_len - 8);
 	const uint64_t w0 = av_mac_word(*av);
 	memcpy(p, &w0, 8);
 	memcpy(p + 6, &icrc_ones64, 8);

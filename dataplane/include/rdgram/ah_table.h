@@ -10,6 +10,14 @@
  * quiescent state since, so none can still be copying the old AV.
  *
  * Generations: odd = live, even = free. A handle carries the odd value.
+ *
+ * Layout: one 64-byte cache line per AH per replica, the AV (at most 60
+ * bytes: soft header template, mlx5's 48-byte AV) and its generation side
+ * by side, so a lookup touches one line (a separate generation array made
+ * it two). NUMA: one replica of the whole table per NUMA node that hosts
+ * poll threads, allocated on that node; the control thread writes an AV
+ * into every replica before it publishes the generation in each, and a
+ * poll thread reads only its node's replica (view()).
  */
 #ifndef RDGRAM_AH_TABLE_H
 #define RDGRAM_AH_TABLE_H
@@ -27,25 +35,85 @@
 namespace rdgram {
 
 template <class AV> class ah_table {
+	struct alignas(64) slot_t {
+		AV av;
+		uint32_t gen;
+	};
+	static_assert(sizeof(AV) <= 60, "AV and generation must share one cache line");
+	static_assert(sizeof(slot_t) == 64);
+
 public:
+	static constexpr unsigned max_replicas = 8;
+	/* Bytes per AH in each replica (AV + generation + padding). */
+	static constexpr size_t bytes_per_replica = sizeof(slot_t);
+
+	/* A poll thread's read-only window on one replica: two words, copied
+	 * into the queue, so a lookup does not chase the table object. */
+	class view {
+	public:
+		view() = default;
+		/* The AV for h, or nullptr if h is stale or out of range. Valid
+		 * until the caller's next quiescent state. (Any thread.) */
+		const AV *lookup(ah_handle h) const
+		{
+			if (unlikely(h.slot >= cap_))
+				return nullptr;
+			const slot_t &s = slots_[h.slot];
+			uint32_t g = __atomic_load_n(&s.gen, __ATOMIC_ACQUIRE);
+			return likely(g == h.gen) ? &s.av : nullptr;
+		}
+		int socket() const { return socket_; }
+
+	private:
+		friend class ah_table;
+		const slot_t *slots_ = nullptr;
+		uint32_t cap_ = 0;
+		int socket_ = SOCKET_ID_ANY;
+	};
+
 	ah_table() = default;
 	ah_table(const ah_table &) = delete;
 	ah_table &operator=(const ah_table &) = delete;
 	~ah_table() { fini(); }
 
-	/* Allocates capacity slots on NUMA node socket; qs is the QSBR variable
-	 * the poll threads report to (nullptr: no poll thread reads this table,
-	 * slots are reused at once). (Control thread only.) Returns 0 or errno. */
+	/* Allocates capacity slots in one replica on NUMA node socket (see the
+	 * vector form). */
 	int init(uint32_t capacity, int socket, rte_rcu_qsbr *qs)
 	{
+		const int s[1] = {socket};
+		return init(capacity, s, 1, qs);
+	}
+	/* Allocates one replica of capacity slots on each of the n NUMA nodes
+	 * in sockets (the nodes hosting poll threads; duplicates are one
+	 * replica). qs is the QSBR variable the poll threads report to
+	 * (nullptr: no poll thread reads this table, slots are reused at once).
+	 * (Control thread only.) Returns 0 or errno. */
+	int init(uint32_t capacity, const int *sockets, unsigned n, rte_rcu_qsbr *qs)
+	{
+		fini();
+		if (capacity == 0 || n == 0)
+			return EINVAL;
 		cap_ = capacity;
-		gen_ = static_cast<uint32_t *>(
-			rte_zmalloc_socket("rdgram_ah_gen", sizeof(uint32_t) * capacity, 64, socket));
-		av_ = static_cast<AV *>(
-			rte_zmalloc_socket("rdgram_ah_av", sizeof(AV) * capacity, alignof(AV), socket));
-		if (gen_ == nullptr || av_ == nullptr) {
-			fini();
-			return ENOMEM;
+		for (unsigned i = 0; i < n; i++) {
+			bool dup = false;
+			for (unsigned j = 0; j < nrep_; j++)
+				dup |= rep_[j].socket_ == sockets[i];
+			if (dup)
+				continue;
+			if (nrep_ == max_replicas) {
+				fini();
+				return E2BIG;
+			}
+			auto *sl = static_cast<slot_t *>(
+				rte_zmalloc_socket("rdgram_ah", sizeof(slot_t) * capacity, 64, sockets[i]));
+			if (sl == nullptr) {
+				fini();
+				return ENOMEM;
+			}
+			rep_[nrep_].slots_ = sl;
+			rep_[nrep_].cap_ = capacity;
+			rep_[nrep_].socket_ = sockets[i];
+			nrep_++;
 		}
 		free_.reserve(capacity);
 		for (uint32_t i = capacity; i-- > 0;)
@@ -79,23 +147,31 @@ public:
 			rte_rcu_qsbr_dq_delete(dq_); /* frees what is safe; rest stays */
 			dq_ = nullptr;
 		}
-		rte_free(gen_);
-		rte_free(av_);
-		gen_ = nullptr;
-		av_ = nullptr;
+		for (unsigned i = 0; i < nrep_; i++) {
+			rte_free(const_cast<slot_t *>(rep_[i].slots_));
+			rep_[i] = view{};
+		}
+		nrep_ = 0;
 		free_.clear();
 		cap_ = 0;
+		live_ = 0;
 	}
 
-	/* Data path (any thread, lock-free): the AV for h, or nullptr if h is
-	 * stale or out of range. Valid until the caller's next quiescent state. */
-	const AV *lookup(ah_handle h) const
+	unsigned replicas() const { return nrep_; }
+	/* Replica i's view (i < replicas()). */
+	view replica(unsigned i) const { return rep_[i]; }
+	/* The replica on NUMA node socket, or replica 0 when none is there
+	 * (a poll thread on a node without one reads remote memory). */
+	view for_socket(int socket) const
 	{
-		if (unlikely(h.slot >= cap_))
-			return nullptr;
-		uint32_t g = __atomic_load_n(&gen_[h.slot], __ATOMIC_ACQUIRE);
-		return likely(g == h.gen) ? &av_[h.slot] : nullptr;
+		for (unsigned i = 0; i < nrep_; i++)
+			if (rep_[i].socket_ == socket)
+				return rep_[i];
+		return rep_[0];
 	}
+
+	/* Data path: lookup in replica 0 (tests, single-node set-ups). */
+	const AV *lookup(ah_handle h) const { return rep_[0].lookup(h); }
 
 	/* Takes a free slot for filling. (Control thread only.) Returns false
 	 * when every slot is live or still waiting for its grace period. */
@@ -109,18 +185,29 @@ public:
 		free_.pop_back();
 		return true;
 	}
-	AV &av_at(uint32_t slot) { return av_[slot]; }
-	/* Applies f to every copy of a slot's AV (one per NUMA replica), e.g.
-	 * an in-place atomic swap of part of a live AV. (Control thread.) */
-	template <class F> void update(uint32_t slot, F &&f) { f(av_[slot]); }
-	const AV &av_at(uint32_t slot) const { return av_[slot]; }
+	/* The AV of a reserved (unpublished) slot, to fill; publish copies it
+	 * to every replica. (Control thread only.) */
+	AV &av_at(uint32_t slot) { return mut(0)[slot].av; }
+	const AV &av_at(uint32_t slot) const { return rep_[0].slots_[slot].av; }
+	/* Applies f to every copy of a live slot's AV (one per NUMA replica),
+	 * e.g. an in-place atomic swap of part of the AV. (Control thread.) */
+	template <class F> void update(uint32_t slot, F &&f)
+	{
+		for (unsigned i = 0; i < nrep_; i++)
+			f(mut(i)[slot].av);
+	}
 
-	/* Publishes a reserved, filled slot. (Control thread only.) The release
-	 * store orders the AV writes before the generation a reader checks. */
+	/* Publishes a reserved, filled slot. (Control thread only.) The AV is
+	 * copied to every replica first; the release store of each replica's
+	 * generation orders the AV writes before the generation a reader
+	 * checks. */
 	ah_handle publish(uint32_t slot)
 	{
-		uint32_t g = gen_[slot] + 1; /* even -> odd */
-		__atomic_store_n(&gen_[slot], g, __ATOMIC_RELEASE);
+		for (unsigned i = 1; i < nrep_; i++)
+			mut(i)[slot].av = rep_[0].slots_[slot].av;
+		const uint32_t g = rep_[0].slots_[slot].gen + 1; /* even -> odd */
+		for (unsigned i = 0; i < nrep_; i++)
+			__atomic_store_n(&mut(i)[slot].gen, g, __ATOMIC_RELEASE);
 		++live_;
 		return ah_handle{slot, g};
 	}
@@ -134,9 +221,10 @@ public:
 	 * report for an invalid AH). */
 	int retire(ah_handle h)
 	{
-		if (h.slot >= cap_ || (h.gen & 1u) == 0 || gen_[h.slot] != h.gen)
+		if (h.slot >= cap_ || (h.gen & 1u) == 0 || rep_[0].slots_[h.slot].gen != h.gen)
 			return EINVAL;
-		__atomic_store_n(&gen_[h.slot], h.gen + 1, __ATOMIC_RELEASE);
+		for (unsigned i = 0; i < nrep_; i++)
+			__atomic_store_n(&mut(i)[h.slot].gen, h.gen + 1, __ATOMIC_RELEASE);
 		--live_;
 		if (dq_ == nullptr) {
 			free_.push_back(h.slot);
@@ -165,6 +253,7 @@ public:
 	uint32_t live() const { return live_; }
 
 private:
+	slot_t *mut(unsigned i) { return const_cast<slot_t *>(rep_[i].slots_); }
 	static void reclaim_cb(void *p, void *e, unsigned int n)
 	{
 		auto *t = static_cast<ah_table *>(p);
@@ -175,8 +264,8 @@ private:
 
 	uint32_t cap_ = 0;
 	uint32_t live_ = 0;
-	uint32_t *gen_ = nullptr;
-	AV *av_ = nullptr;
+	view rep_[max_replicas];
+	unsigned nrep_ = 0;
 	std::vector<uint32_t> free_;
 	rte_rcu_qsbr_dq *dq_ = nullptr;
 };
