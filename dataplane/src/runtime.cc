@@ -2,6 +2,8 @@
  * Copyright(c) 2026 The rdgram authors
  */
 #include "rdgram/runtime.h"
+
+#include <algorithm>
 #include "rdgram/tsan.h"
 
 #include <cerrno>
@@ -95,6 +97,17 @@ std::vector<std::string> default_eal_args(unsigned mem_mb, const std::string &lc
 	a.push_back("--log-level=lib.eal:warning");
 	a.push_back("--log-level=pmd.net.memif:warning");
 	return a;
+}
+
+std::vector<int> replica_nodes(hwloc_topology_t topo, const std::vector<lcore_cpu> &poll)
+{
+	std::vector<int> nodes;
+	for (const lcore_cpu &lc : poll) {
+		const int n = numa_of_cpu(topo, lc.cpu);
+		if (std::find(nodes.begin(), nodes.end(), n) == nodes.end())
+			nodes.push_back(n);
+	}
+	return nodes;
 }
 
 int numa_of_cpu(hwloc_topology_t topo, unsigned cpu)

@@ -89,3 +89,42 @@ TEST(RuntimeArgs, ContainerDefaults)
 }
 
 } // namespace
+
+TEST(Placement, ReplicaPerNodeWithPollThreads)
+{
+	topo tp("pack:2 numa:2 core:2 pu:2"); /* 4 nodes x 4 PUs */
+	/* Poll lcores on nodes 2, 0, 2, 0: two replicas, first-seen order. */
+	std::vector<lcore_cpu> poll = {{0, 8}, {1, 1}, {2, 9}, {3, 2}};
+	auto r = replica_nodes(tp.t, poll);
+	ASSERT_EQ(r.size(), 2u);
+	EXPECT_EQ(r[0], 2);
+	EXPECT_EQ(r[1], 0);
+	/* All on one node: one replica. */
+	r = replica_nodes(tp.t, {{0, 4}, {1, 5}, {2, 7}});
+	ASSERT_EQ(r.size(), 1u);
+	EXPECT_EQ(r[0], 1);
+	/* A CPU outside the topology: "any node". */
+	r = replica_nodes(tp.t, {{0, 99}});
+	ASSERT_EQ(r.size(), 1u);
+	EXPECT_EQ(r[0], -1);
+}
+
+TEST(Placement, ReplicaNodesFromXmlTopology)
+{
+	/* Two packages, one NUMA node each, exported to XML and read back:
+	 * the same logic on an XML topology. */
+	topo syn("pack:2 numa:1 core:2 pu:1");
+	char *xml = nullptr;
+	int len = 0;
+	ASSERT_EQ(hwloc_topology_export_xmlbuffer(syn.t, &xml, &len, 0), 0);
+	hwloc_topology_t t;
+	hwloc_topology_init(&t);
+	ASSERT_EQ(hwloc_topology_set_xmlbuffer(t, xml, len), 0);
+	ASSERT_EQ(hwloc_topology_load(t), 0);
+	hwloc_free_xmlbuffer(syn.t, xml);
+	auto r = replica_nodes(t, {{0, 3}, {1, 0}, {2, 2}});
+	ASSERT_EQ(r.size(), 2u);
+	EXPECT_EQ(r[0], 1);
+	EXPECT_EQ(r[1], 0);
+	hwloc_topology_destroy(t);
+}

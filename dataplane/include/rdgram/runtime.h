@@ -48,6 +48,10 @@ std::vector<lcore_cpu> order_by_numa(hwloc_topology_t topo, int numa_node,
 				     const std::vector<lcore_cpu> &candidates);
 /* NUMA node (hwloc logical index... os index) of an OS cpu, or -1. */
 int numa_of_cpu(hwloc_topology_t topo, unsigned cpu);
+/* Where the NUMA-local AV replicas go: the distinct NUMA nodes (OS index,
+ * which is DPDK's socket id on Linux) of the poll lcores, in the order the
+ * lcores are given; a CPU without a node maps to -1 (SOCKET_ID_ANY). */
+std::vector<int> replica_nodes(hwloc_topology_t topo, const std::vector<lcore_cpu> &poll);
 
 class runtime {
 public:
