@@ -24,6 +24,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include <rte_branch_prediction.h>
@@ -118,35 +119,14 @@ public:
 		free_.reserve(capacity);
 		for (uint32_t i = capacity; i-- > 0;)
 			free_.push_back(i);
-		if (qs != nullptr) {
-			static unsigned seq;
-			char name[RTE_RING_NAMESIZE];
-			snprintf(name, sizeof(name), "rdgram_ahdq%u", __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-			rte_rcu_qsbr_dq_parameters p{};
-			p.name = name;
-			p.size = capacity;
-			p.esize = 8;
-			p.trigger_reclaim_limit = capacity / 8 + 1;
-			p.max_reclaim_size = capacity;
-			p.free_fn = &ah_table::reclaim_cb;
-			p.p = this;
-			p.v = qs;
-			dq_ = rte_rcu_qsbr_dq_create(&p);
-			if (dq_ == nullptr) {
-				int e = rte_errno;
-				fini();
-				return e;
-			}
-		}
+		qs_ = qs;
 		return 0;
 	}
 
 	void fini()
 	{
-		if (dq_ != nullptr) {
-			rte_rcu_qsbr_dq_delete(dq_); /* frees what is safe; rest stays */
-			dq_ = nullptr;
-		}
+		waiting_.clear();
+		qs_ = nullptr;
 		for (unsigned i = 0; i < nrep_; i++) {
 			rte_free(const_cast<slot_t *>(rep_[i].slots_));
 			rep_[i] = view{};
@@ -177,8 +157,8 @@ public:
 	 * when every slot is live or still waiting for its grace period. */
 	bool reserve(uint32_t *slot)
 	{
-		if (free_.empty() && dq_ != nullptr)
-			rte_rcu_qsbr_dq_reclaim(dq_, cap_, nullptr, nullptr, nullptr);
+		if (free_.empty())
+			reclaim();
 		if (free_.empty())
 			return false;
 		*slot = free_.back();
@@ -226,18 +206,13 @@ public:
 		for (unsigned i = 0; i < nrep_; i++)
 			__atomic_store_n(&mut(i)[h.slot].gen, h.gen + 1, __ATOMIC_RELEASE);
 		--live_;
-		if (dq_ == nullptr) {
+		if (qs_ == nullptr) {
 			free_.push_back(h.slot);
 			return 0;
 		}
-		uint64_t e = h.slot;
-		if (rte_rcu_qsbr_dq_enqueue(dq_, &e) != 0) {
-			/* Queue full: wait for a grace period here (control thread may
-			 * block), then retry. Poll threads are never blocked by this. */
-			rte_rcu_qsbr_dq_reclaim(dq_, cap_, nullptr, nullptr, nullptr);
-			while (rte_rcu_qsbr_dq_enqueue(dq_, &e) != 0)
-				rte_rcu_qsbr_dq_reclaim(dq_, cap_, nullptr, nullptr, nullptr);
-		}
+		/* Inline start/check (not rte_rcu_qsbr_dq, whose check runs in
+		 * librte_rcu where ThreadSanitizer cannot see its acquire). */
+		waiting_.push_back(waiting{h.slot, rte_rcu_qsbr_start(qs_)});
 		return 0;
 	}
 
@@ -245,8 +220,10 @@ public:
 	 * (Control thread only.) */
 	void reclaim()
 	{
-		if (dq_ != nullptr)
-			rte_rcu_qsbr_dq_reclaim(dq_, cap_, nullptr, nullptr, nullptr);
+		while (!waiting_.empty() && rte_rcu_qsbr_check(qs_, waiting_.front().token, false) == 1) {
+			free_.push_back(waiting_.front().slot);
+			waiting_.pop_front();
+		}
 	}
 
 	uint32_t capacity() const { return cap_; }
@@ -254,20 +231,18 @@ public:
 
 private:
 	slot_t *mut(unsigned i) { return const_cast<slot_t *>(rep_[i].slots_); }
-	static void reclaim_cb(void *p, void *e, unsigned int n)
-	{
-		auto *t = static_cast<ah_table *>(p);
-		auto *slots = static_cast<uint64_t *>(e);
-		for (unsigned i = 0; i < n; i++)
-			t->free_.push_back(uint32_t(slots[i]));
-	}
+	struct waiting {
+		uint32_t slot;
+		uint64_t token;
+	};
 
 	uint32_t cap_ = 0;
 	uint32_t live_ = 0;
 	view rep_[max_replicas];
 	unsigned nrep_ = 0;
 	std::vector<uint32_t> free_;
-	rte_rcu_qsbr_dq *dq_ = nullptr;
+	rte_rcu_qsbr *qs_ = nullptr;
+	std::deque<waiting> waiting_;
 };
 
 } // namespace rdgram

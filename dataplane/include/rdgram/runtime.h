@@ -100,10 +100,15 @@ inline void poll_thread_online(rte_rcu_qsbr *qs, unsigned tid)
 	rte_rcu_qsbr_thread_register(qs, tid);
 	rte_rcu_qsbr_thread_online(qs, tid);
 }
+/* Offline, but still registered: a writer's grace-period check then reads
+ * this thread's counter (an acquire load pairing with the offline's release
+ * store, both inline in rte_rcu_qsbr.h) instead of skipping an unregistered
+ * thread, which it does inside librte_rcu where ThreadSanitizer cannot see
+ * the ordering. Registering again is a no-op; an offline thread never
+ * delays a grace period. */
 inline void poll_thread_offline(rte_rcu_qsbr *qs, unsigned tid)
 {
 	rte_rcu_qsbr_thread_offline(qs, tid);
-	rte_rcu_qsbr_thread_unregister(qs, tid);
 }
 
 } // namespace rdgram
