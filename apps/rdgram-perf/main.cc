@@ -43,6 +43,15 @@ struct endpoint {
 	soft::soft_queue q;
 	peer to{};
 	lcore_cpu where{};
+	/* Set while the device is a control-thread poller (ARP/ND, reclaim). */
+	runtime *polled_by = nullptr;
+
+	~endpoint()
+	{
+		/* Off the control thread's poller list before the device closes. */
+		if (polled_by != nullptr)
+			polled_by->ctl().remove_poller(&soft::soft_device::control_poller, &dev);
+	}
 };
 
 /* Opens the soft device on port_id for an endpoint and creates, on the
@@ -58,11 +67,20 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 	sc.mtu = c.mtu;
 	sc.max_ah = c.max_ah;
 	sc.neighbours = {{e.other->address, e.other->mac}};
+	sc.resolve = c.resolve;
+	sc.neigh_ttl_ms = c.neigh_ttl_ms;
+	sc.neigh_retry_ms = c.neigh_retry_ms;
+	sc.neigh_retries = c.neigh_retries;
+	sc.neigh_fail_hold_ms = c.neigh_fail_hold_ms;
 	sc.qsbr = rt.qsbr();
 	if (int rc = e.dev.open(sc); rc != 0) {
 		fprintf(stderr, "rdgram-perf: %s port: %s\n", e.role, e.dev.error().c_str());
 		return rc;
 	}
+	/* The control thread answers ARP/ND for our address and reclaims AH
+	 * slots (the poll thread of queue 0 carries the frames). */
+	if (rt.ctl().add_poller(&soft::soft_device::control_poller, &e.dev) == 0)
+		e.polled_by = &rt;
 	e.dev.init_queue(0, e.q);
 	e.q.add_qp(e.self->qpn, e.self->qkey);
 

@@ -43,6 +43,13 @@ struct perf_config {
 	uint32_t mtu = 4096;
 	uint16_t pkey = 0xffff;
 	uint32_t max_ah = 65536;
+	/* Neighbour resolution of the soft driver (soft_config). The peer's
+	 * MAC is always a static neighbour; these govern everything else. */
+	bool resolve = true;
+	uint32_t neigh_ttl_ms = 30000;
+	uint32_t neigh_retry_ms = 100;
+	uint32_t neigh_retries = 3;
+	uint32_t neigh_fail_hold_ms = 1000;
 	endpoint_config server, client;
 
 	perf_config();

@@ -14,6 +14,14 @@
  * RX checks, in order, every field a RoCE HCA checks for a UD QP and counts
  * each drop under its reason (stats.h). A delivered packet is rearranged in
  * its own mbuf into verbs' layout: 40-byte GRH area, then the payload.
+ *
+ * Neighbour frames (ARP, and the ICMPv6 Neighbor Solicitation/Advertisement
+ * of ND) are not the poll thread's business: the branches that would drop
+ * them (not IP, not UDP) hand the mbuf to the control thread over the
+ * device's slow-path ring instead (soft_neigh.h). The control thread's own
+ * frames come back the other way, on queue 0's control-TX ring, which
+ * rx_burst empties onto the port: the control thread never calls
+ * rte_eth_tx_burst on a queue a poll thread owns.
  */
 #ifndef RDGRAM_SOFT_DATAPATH_H
 #define RDGRAM_SOFT_DATAPATH_H
@@ -25,6 +33,7 @@
 #include <rte_memcpy.h>
 #include <rte_net_crc.h>
 #include <rte_prefetch.h>
+#include <rte_ring.h>
 
 #include "rdgram/ah_table.h"
 #include "rdgram/crc32.h"
@@ -113,15 +122,22 @@ public:
 
 	soft_queue() = default;
 
-	/* Setup (control path). */
+	/* Setup (control path). ctl_rx: the device's slow-path ring (multi-
+	 * producer, the control thread consumes): ARP/ND frames go there;
+	 * nullptr: they are dropped as rx_not_ip / rx_not_udp. ctl_tx: frames
+	 * the control thread wants sent (single producer and consumer: only the
+	 * poll thread of queue 0 gets it); nullptr: none. */
 	void attach(uint16_t port, uint16_t queue, rte_mempool *mp,
-		    const ah_table<soft_av> *ahs, const soft_port_view &view)
+		    const ah_table<soft_av> *ahs, const soft_port_view &view,
+		    rte_ring *ctl_rx = nullptr, rte_ring *ctl_tx = nullptr)
 	{
 		port_ = port;
 		queue_ = queue;
 		mp_ = mp;
 		ahs_ = ahs;
 		view_ = view;
+		ctl_rx_ = ctl_rx;
+		ctl_tx_ = ctl_tx;
 	}
 	int add_qp(uint32_t qpn, uint32_t qkey)
 	{
@@ -211,9 +227,13 @@ public:
 	}
 
 	/* Receives up to n completions. Every frame read from the port is
-	 * either delivered or dropped and counted. */
+	 * either delivered, handed to the control thread, or dropped and
+	 * counted. Also sends what the control thread queued for this port
+	 * (queue 0 only; one ring-empty test per call otherwise). */
 	uint16_t rx_burst(recv_wc *wcs, uint16_t n)
 	{
+		if (ctl_tx_ != nullptr && unlikely(!rte_ring_empty(ctl_tx_)))
+			tx_control();
 		if (n > max_burst)
 			n = max_burst;
 		rte_mbuf *pkts[max_burst];
@@ -227,8 +247,10 @@ public:
 				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
 			if (likely(parse(pkts[i], wcs[out])))
 				out++;
-			else
+			else if (likely(!to_ctl_))
 				rte_pktmbuf_free(pkts[i]);
+			else
+				to_ctl_ = false; /* the control thread owns it now */
 		}
 		return out;
 	}
@@ -257,7 +279,16 @@ public:
 		memcpy(t.p + t.icrc_off, &crc, 4);
 	}
 	static void unmask(const tx_pending_pkt &t);
+	/* true: delivered into wc. false: not delivered; m is the caller's to
+	 * free, except when it went to the control thread (ARP/ND on a queue
+	 * with a slow-path ring), which handed_to_control() then says once. */
 	bool parse(rte_mbuf *m, recv_wc &wc);
+	bool handed_to_control()
+	{
+		bool t = to_ctl_;
+		to_ctl_ = false;
+		return t;
+	}
 
 	/* The RoCEv2 ICRC of a frame whose masked fields are already all ones:
 	 * CRC-32 over [l3 - 8, end of pad). Stored little-endian after the pad. */
@@ -288,12 +319,57 @@ private:
 		nstash_ -= sent;
 	}
 
+	/* Neighbour frames: off the RoCE path (only reached from branches that
+	 * drop), so kept out of line. */
+	__rte_noinline bool to_control(rte_mbuf *m)
+	{
+		if (ctl_rx_ == nullptr)
+			return false;
+		RDGRAM_TSAN_RELEASE(m);
+		if (unlikely(rte_ring_mp_enqueue(ctl_rx_, m) != 0)) {
+			ctr_.rx_control_full++; /* control thread behind: drop, peers retry */
+			return false;
+		}
+		ctr_.rx_to_control++;
+		to_ctl_ = true;
+		return false;
+	}
+	__rte_noinline void tx_control()
+	{
+		rte_mbuf *c[max_burst];
+		unsigned n = rte_ring_sc_dequeue_burst(ctl_tx_, reinterpret_cast<void **>(c), max_burst, nullptr);
+		if (RDGRAM_TSAN)
+			for (unsigned i = 0; i < n; i++) {
+				RDGRAM_TSAN_ACQUIRE(c[i]);
+				RDGRAM_TSAN_RELEASE(c[i]);
+			}
+		uint16_t sent = rte_eth_tx_burst(port_, queue_, c, uint16_t(n));
+		ctr_.tx_control += sent;
+		/* Port full: the control thread retransmits on its own timers, so
+		 * these are freed rather than held (never stall the data path). */
+		for (unsigned i = sent; i < n; i++)
+			rte_pktmbuf_free(c[i]);
+		ctr_.tx_control_dropped += n - sent;
+	}
+	/* ICMPv6 Neighbor Solicitation or Advertisement (RFC 4861), from the
+	 * IPv6 header's next header and the ICMPv6 type; the control thread
+	 * validates the rest. */
+	static bool is_nd(const uint8_t *f, uint32_t flen)
+	{
+		return flen >= wire::eth_len + wire::ipv6_len + 1 &&
+		       f[wire::eth_len + 6] == IPPROTO_ICMPV6 &&
+		       (f[wire::eth_len + wire::ipv6_len] == 135 || f[wire::eth_len + wire::ipv6_len] == 136);
+	}
+
 	uint16_t port_ = 0, queue_ = 0;
+	bool to_ctl_ = false; /* parse handed its mbuf to the control thread */
 	unsigned sq_ = 0;
 	unsigned nqp_ = 0;
 	unsigned nstash_ = 0;
 	rte_mempool *mp_ = nullptr;
 	const ah_table<soft_av> *ahs_ = nullptr;
+	rte_ring *ctl_rx_ = nullptr; /* slow path: frames to the control thread */
+	rte_ring *ctl_tx_ = nullptr; /* frames from the control thread (queue 0) */
 	soft_qp qps_[max_qps]{};
 	soft_port_view view_{};
 	qp_counters ctr_{};
@@ -498,12 +574,18 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 	else if (et == RTE_BE16(RTE_ETHER_TYPE_IPV6))
 		v4 = false;
 	else {
+		if (et == RTE_BE16(RTE_ETHER_TYPE_ARP) && ctl_rx_ != nullptr)
+			return to_control(m);
 		ctr_.rx_not_ip++;
 		return false;
 	}
 	const uint32_t l3 = wire::eth_len;
 	const uint32_t l3_len = v4 ? wire::ipv4_len : wire::ipv6_len;
 	if (unlikely(flen < l3 + l3_len + wire::udp_len + wire::bth_len + wire::deth_len + wire::icrc_len)) {
+		/* ND messages without options (78 bytes) are shorter than any
+		 * RoCEv2 packet. */
+		if (!v4 && ctl_rx_ != nullptr && is_nd(f, flen))
+			return to_control(m);
 		ctr_.rx_truncated++;
 		return false;
 	}
@@ -546,6 +628,8 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 			return false;
 		}
 		if (unlikely(ip->proto != IPPROTO_UDP)) {
+			if (ctl_rx_ != nullptr && is_nd(f, flen))
+				return to_control(m);
 			ctr_.rx_not_udp++;
 			return false;
 		}

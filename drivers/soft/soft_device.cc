@@ -3,9 +3,11 @@
  */
 #include "soft_device.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
+#include <rte_cycles.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_jhash.h>
@@ -17,6 +19,25 @@ namespace {
 bool valid_ib_mtu(uint32_t m)
 {
 	return m == 256 || m == 512 || m == 1024 || m == 2048 || m == 4096;
+}
+
+/* Frames for or from the control thread in flight at once: a burst of
+ * requests from many prepare_ah calls, or of ARP/ND from the wire. More
+ * wait for their retransmission (out) or are dropped and counted (in). */
+constexpr unsigned ctl_ring_size = 1024;
+constexpr uint32_t no_neigh = UINT32_MAX;
+
+void free_ring(rte_ring *&r)
+{
+	if (r == nullptr)
+		return;
+	void *m;
+	while (rte_ring_dequeue(r, &m) == 0) {
+		RDGRAM_TSAN_ACQUIRE(m);
+		rte_pktmbuf_free(static_cast<rte_mbuf *>(m));
+	}
+	rte_ring_free(r);
+	r = nullptr;
 }
 } // namespace
 
@@ -51,6 +72,10 @@ int soft_device::open(const soft_config &cfg)
 		err_ = "the port needs at least one IPv4 or IPv6 address";
 		return EINVAL;
 	}
+	if (cfg.neigh_ttl_ms == 0 || cfg.neigh_retry_ms == 0 || cfg.neigh_retries == 0) {
+		err_ = "neigh_ttl_ms, neigh_retry_ms and neigh_retries must be at least 1";
+		return EINVAL;
+	}
 	if (!rte_eth_dev_is_valid_port(cfg.port_id)) {
 		err_ = "no DPDK port " + std::to_string(cfg.port_id);
 		return ENODEV;
@@ -65,6 +90,18 @@ int soft_device::open(const soft_config &cfg)
 					     RDGRAM_MEMPOOL_OPS);
 	if (mp_ == nullptr) {
 		err_ = std::string("mempool: ") + rte_strerror(rte_errno);
+		return rte_errno ? rte_errno : ENOMEM;
+	}
+	/* Neighbour frames: in from any poll thread (multi-producer), out from
+	 * the control thread to queue 0's poll thread (one each side). */
+	static std::atomic<unsigned> ring_seq{0};
+	const unsigned rs = ring_seq.fetch_add(1);
+	snprintf(name, sizeof(name), "rdgram_nrx%u", rs);
+	ctl_rx_ = rte_ring_create(name, ctl_ring_size, socket, RING_F_SC_DEQ);
+	snprintf(name, sizeof(name), "rdgram_ntx%u", rs);
+	ctl_tx_ = rte_ring_create(name, ctl_ring_size, socket, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (ctl_rx_ == nullptr || ctl_tx_ == nullptr) {
+		err_ = std::string("neighbour rings: ") + rte_strerror(rte_errno);
 		return rte_errno ? rte_errno : ENOMEM;
 	}
 
@@ -99,6 +136,16 @@ int soft_device::open(const soft_config &cfg)
 		mac_ = cfg.mac;
 	else
 		rte_eth_macaddr_get(cfg.port_id, &mac_);
+	/* NS arrive at the solicited-node groups of our IPv6 addresses: a NIC
+	 * that filters multicast must let them in (best effort: net_ring and
+	 * af_packet take everything anyway). */
+	std::vector<rte_ether_addr> groups;
+	for (const auto &g : cfg.addresses)
+		if (!g.is_v4_mapped())
+			groups.push_back(solicited_node_mac(g.raw));
+	if (cfg.resolve && !groups.empty() &&
+	    rte_eth_dev_set_mc_addr_list(cfg.port_id, groups.data(), uint32_t(groups.size())) != 0)
+		rte_eth_allmulticast_enable(cfg.port_id);
 
 	int e = ahs_.init(cfg.max_ah, socket, cfg.qsbr);
 	if (e != 0) {
@@ -112,6 +159,14 @@ int soft_device::open(const soft_config &cfg)
 	attr_.pkey = cfg.pkey;
 	attr_.numa_node = socket;
 	attr_.gids = cfg.addresses;
+
+	neigh_params np;
+	np.resolve = cfg.resolve;
+	np.ttl_ms = cfg.neigh_ttl_ms;
+	np.retry_ms = cfg.neigh_retry_ms;
+	np.retries = cfg.neigh_retries;
+	np.fail_hold_ms = cfg.neigh_fail_hold_ms;
+	neigh_.init(np, mac_, cfg.addresses, cfg.neighbours, mp_, ctl_tx_, &ahs_);
 	return 0;
 }
 
@@ -121,6 +176,10 @@ void soft_device::close()
 		rte_eth_dev_stop(cfg_.port_id);
 		started_ = false;
 	}
+	/* Frames still in flight between the threads go back to the pool. */
+	free_ring(ctl_rx_);
+	free_ring(ctl_tx_);
+	neigh_.clear();
 	ahs_.fini();
 	/* The mempool outlives the port's queues: free it only after stop. The
 	 * port itself (a vdev) belongs to whoever probed it. */
@@ -130,7 +189,7 @@ void soft_device::close()
 	}
 }
 
-int soft_device::build_av(const ibv_ah_attr &a, soft_av &av) const
+int soft_device::check_attr(const ibv_ah_attr &a, wire::gid &dg) const
 {
 	/* ibv_create_ah(3): EINVAL for a bad port, a missing GRH on a port that
 	 * requires one (RoCE: IBV_QPF_GRH_REQUIRED), or a bad sgid_index. */
@@ -140,27 +199,40 @@ int soft_device::build_av(const ibv_ah_attr &a, soft_av &av) const
 		return EINVAL;
 	if (a.grh.sgid_index >= attr_.gids.size())
 		return EINVAL;
-	wire::gid dg;
 	memcpy(dg.raw, a.grh.dgid.raw, 16);
 	const wire::gid &sg = attr_.gids[a.grh.sgid_index];
 	if (dg.is_zero() || dg.is_v4_mapped() != sg.is_v4_mapped())
 		return EINVAL;
 	if (a.grh.flow_label > 0xfffff)
 		return EINVAL;
+	return 0;
+}
+
+int soft_device::prepare_ah(const ibv_ah_attr &a)
+{
+	wire::gid dg;
+	if (int e = check_attr(a, dg); e != 0)
+		return e;
+	if (dg.is_multicast())
+		return 0;
+	return neigh_.prepare(dg, rte_get_tsc_cycles());
+}
+
+int soft_device::make_av(const ibv_ah_attr &a, soft_av &av, uint32_t *neigh_id) const
+{
+	wire::gid dg;
+	if (int e = check_attr(a, dg); e != 0)
+		return e;
+	const wire::gid &sg = attr_.gids[a.grh.sgid_index];
 
 	rte_ether_addr dmac{};
+	*neigh_id = no_neigh;
 	if (dg.is_multicast()) {
 		dmac = multicast_mac(dg);
-	} else {
-		bool found = false;
-		for (const auto &n : cfg_.neighbours)
-			if (n.ip == dg) {
-				dmac = n.mac;
-				found = true;
-				break;
-			}
-		if (!found)
-			return EHOSTUNREACH; /* no neighbour entry: no route to the MAC */
+	} else if (int e = neigh_.usable(dg, &dmac, neigh_id); e != 0) {
+		/* EHOSTUNREACH: no usable entry (prepare_ah resolves);
+		 * ETIMEDOUT: the neighbour never answered. */
+		return e;
 	}
 
 	memset(&av, 0, sizeof(av));
@@ -220,9 +292,9 @@ ah_handle soft_device::create_ah(const ibv_ah_attr &a, int *err)
 		inject_err_ = 0;
 		return ah_null;
 	}
-	uint32_t slot;
+	uint32_t slot, nid;
 	soft_av av;
-	if (int e = build_av(a, av); e != 0) {
+	if (int e = make_av(a, av, &nid); e != 0) {
 		*err = e;
 		return ah_null;
 	}
@@ -232,10 +304,42 @@ ah_handle soft_device::create_ah(const ibv_ah_attr &a, int *err)
 	}
 	ahs_.av_at(slot) = av;
 	*err = 0;
-	return ahs_.publish(slot);
+	ah_handle h = ahs_.publish(slot);
+	/* The neighbour keeps the slot, to rewrite its MAC if it moves. */
+	if (nid != no_neigh)
+		neigh_.add_ah(nid, slot);
+	return h;
 }
 
-int soft_device::destroy_ah(ah_handle h) { return ahs_.retire(h); }
+int soft_device::destroy_ah(ah_handle h)
+{
+	int rc = ahs_.retire(h);
+	if (rc == 0)
+		neigh_.remove_ah(h.slot);
+	return rc;
+}
+
+bool soft_device::poll(uint64_t now)
+{
+	bool work = false;
+	if (ctl_rx_ != nullptr) {
+		/* Bounded per call: the control loop has other work too. */
+		void *objs[64];
+		unsigned budget = 256, n;
+		while (budget > 0 &&
+		       (n = rte_ring_sc_dequeue_burst(ctl_rx_, objs, budget < 64 ? budget : 64, nullptr)) != 0) {
+			for (unsigned i = 0; i < n; i++) {
+				RDGRAM_TSAN_ACQUIRE(objs[i]);
+				neigh_.input(static_cast<rte_mbuf *>(objs[i]), now);
+			}
+			budget -= n;
+			work = true;
+		}
+	}
+	work |= neigh_.expire(now);
+	ahs_.reclaim();
+	return work;
+}
 
 int soft_device::init_queue(uint16_t q, soft_queue &out) const
 {
@@ -252,7 +356,9 @@ int soft_device::init_queue(uint16_t q, soft_queue &out) const
 			memcpy(v.v6[v.n_v6++], g.raw, 16);
 		}
 	}
-	out.attach(cfg_.port_id, q, mp_, &ahs_, v);
+	/* Every queue hands ARP/ND in; queue 0 alone sends the control
+	 * thread's frames. */
+	out.attach(cfg_.port_id, q, mp_, &ahs_, v, ctl_rx_, q == 0 ? ctl_tx_ : nullptr);
 	return 0;
 }
 

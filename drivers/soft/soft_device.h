@@ -4,8 +4,15 @@
  * drivers/soft control path: a RoCEv2 "HCA" in software on one DPDK ethdev
  * port. It owns the port set-up, the GID table (built from the configured
  * IPv4/IPv6 addresses, IPv4-mapped as RoCEv2 GID tables hold them), the AH
- * table of header templates, and QP numbering. The data path is in
- * soft_datapath.h.
+ * table of header templates, QP numbering, and neighbour resolution (ARP and
+ * ND, soft_neigh.h). The data path is in soft_datapath.h.
+ *
+ * Threads: open/close on the main or control thread; every other method of
+ * soft_device on the control thread (poll() as a control_thread poller, see
+ * control_poller). Neighbour frames travel between the two over rte_rings:
+ * poll threads hand ARP/ND frames in, and the poll thread of queue 0 sends
+ * the control thread's requests and replies, so dynamic resolution needs
+ * queue 0 to be polled.
  */
 #ifndef RDGRAM_SOFT_DEVICE_H
 #define RDGRAM_SOFT_DEVICE_H
@@ -20,13 +27,9 @@
 
 #include "rdgram/device.h"
 #include "soft_datapath.h"
+#include "soft_neigh.h"
 
 namespace rdgram::soft {
-
-struct neighbour {
-	wire::gid ip;
-	rte_ether_addr mac;
-};
 
 struct soft_config {
 	uint16_t port_id = 0;           /* DPDK port, already probed */
@@ -36,7 +39,13 @@ struct soft_config {
 	uint16_t pkey = 0xffff;
 	uint32_t mtu = 4096;            /* path MTU: 256..4096 (IB MTU enum sizes) */
 	uint32_t max_ah = 65536;        /* the "device" AH table size */
-	std::vector<neighbour> neighbours; /* static GID -> MAC */
+	std::vector<neighbour> neighbours; /* static GID -> MAC, never expire */
+	/* Neighbour resolution (ARP/ND, control thread). */
+	bool resolve = true;            /* dynamic ARP/ND; false: static only */
+	uint32_t neigh_ttl_ms = 30000;  /* reachable lifetime before re-resolution */
+	uint32_t neigh_retry_ms = 100;  /* retransmit interval */
+	uint32_t neigh_retries = 3;     /* requests before giving up */
+	uint32_t neigh_fail_hold_ms = 1000; /* a failure is remembered this long */
 	uint16_t nb_queues = 1;
 	uint16_t rx_desc = 1024, tx_desc = 1024;
 	uint32_t nb_mbufs = 8191;
@@ -48,17 +57,45 @@ public:
 	soft_device() = default;
 	~soft_device() override;
 
-	/* Configures and starts the port, creates the mempool and AH table.
-	 * (Main or control thread.) 0 or an errno value; see error(). */
+	/* Configures and starts the port, creates the mempool, the AH table
+	 * and the neighbour rings. (Main or control thread.) 0 or an errno
+	 * value; see error(). */
 	int open(const soft_config &cfg);
+	/* Stops the port and frees everything, frames still in the neighbour
+	 * rings included. No poll thread may use a queue and the device must
+	 * no longer be a control_thread poller. */
 	void close();
 
 	const char *driver_name() const override { return "soft"; }
 	const port_attr &port() const override { return attr_; }
+	/* create_ah never blocks: the neighbour must be known already
+	 * (static, reachable or stale); EHOSTUNREACH while it is not (absent
+	 * or being resolved: see prepare_ah), ETIMEDOUT when it never
+	 * answered. */
 	ah_handle create_ah(const ibv_ah_attr &attr, int *err) override;
 	int destroy_ah(ah_handle h) override;
 	void reclaim() override { ahs_.reclaim(); }
 	uint32_t live_ahs() const override { return ahs_.live(); }
+	/* device.h semantics. 0: multicast, or a static, reachable or stale
+	 * neighbour; EINPROGRESS: resolving (a first request goes out when
+	 * the entry is new, or when a failure's hold time is over);
+	 * ETIMEDOUT: no answer after neigh_retries requests, for
+	 * neigh_fail_hold_ms; EHOSTUNREACH: unknown and resolve is off;
+	 * EINVAL: as create_ah. */
+	int prepare_ah(const ibv_ah_attr &attr) override;
+	/* Drains the neighbour frames poll threads handed over, retransmits,
+	 * moves TTLs on, reclaims AH slots. true when it did any work. */
+	bool poll(uint64_t now) override;
+	/* control_thread::add_poller adapter: arg is the soft_device. */
+	static bool control_poller(void *dev, uint64_t now)
+	{
+		return static_cast<soft_device *>(dev)->poll(now);
+	}
+
+	/* Neighbour counters and entries. (Control thread.) */
+	const soft::neigh_stats &neigh_stats() const { return neigh_.stats(); }
+	bool neighbour_info(const wire::gid &ip, neigh_info *out) const { return neigh_.info(ip, out); }
+	size_t nb_neighbours() const { return neigh_.size(); }
 
 	/* Sets up data-path queue q for one poll thread. */
 	int init_queue(uint16_t q, soft_queue &out) const;
@@ -72,14 +109,26 @@ public:
 	const ah_table<soft_av> &ahs() const { return ahs_; }
 
 	/* Builds the AV for attr into av (exposed for tests). 0 or errno. */
-	int build_av(const ibv_ah_attr &attr, soft_av &av) const;
+	int build_av(const ibv_ah_attr &attr, soft_av &av) const
+	{
+		uint32_t id;
+		return make_av(attr, av, &id);
+	}
 
 private:
+	/* ibv_create_ah(3)'s EINVAL cases; dg gets the destination. */
+	int check_attr(const ibv_ah_attr &attr, wire::gid &dg) const;
+	/* The AV and the neighbour entry it uses (UINT32_MAX: multicast). */
+	int make_av(const ibv_ah_attr &attr, soft_av &av, uint32_t *neigh_id) const;
+
 	soft_config cfg_{};
 	port_attr attr_{};
 	rte_ether_addr mac_{};
 	rte_mempool *mp_ = nullptr;
 	ah_table<soft_av> ahs_;
+	neigh_table neigh_;
+	rte_ring *ctl_rx_ = nullptr; /* poll threads -> control: ARP/ND frames */
+	rte_ring *ctl_tx_ = nullptr; /* control -> queue 0: frames to send */
 	bool started_ = false;
 	int inject_err_ = 0;
 	std::string err_;

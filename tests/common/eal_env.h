@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -70,8 +71,13 @@ struct soft_pair {
 	uint32_t qkey = 0x1234567;
 	bool ok = false;
 
-	/* v6: use IPv6 addresses; mtu: path MTU; max_ah: AH table size. */
-	explicit soft_pair(bool v6 = false, uint32_t mtu = 4096, uint32_t max_ah = 1024)
+	/* Edits side i's config before its device opens (e.g. clear the
+	 * static neighbours so the pair resolves each other by ARP/ND). */
+	using config_fn = std::function<void(soft::soft_config &, int side)>;
+
+	/* v6: use IPv6 addresses; mtu: path MTU; max_ah: AH table size. By
+	 * default each side has the other as a static neighbour. */
+	explicit soft_pair(bool v6 = false, uint32_t mtu = 4096, uint32_t max_ah = 1024, const config_fn &tweak = {})
 	{
 		static std::atomic<unsigned> seq{0};
 		unsigned id = seq.fetch_add(1);
@@ -100,6 +106,8 @@ struct soft_pair {
 			c.nb_mbufs = 4095;
 			c.neighbours = {{addr[1 - i], hw[1 - i]}};
 			c.qsbr = g_rt->qsbr();
+			if (tweak)
+				tweak(c, i);
 			if (dev[i].open(c) != 0) {
 				ADD_FAILURE() << dev[i].error();
 				return;

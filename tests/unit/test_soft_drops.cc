@@ -100,7 +100,8 @@ TEST(SoftDropsControl, ValidFrameDelivered)
 }
 
 const DropCase cases[] = {
-	{"not_ip", false, 8, [](rte_mbuf *m) { frame(m)[12] = 0x08, frame(m)[13] = 0x06; }, &qp_counters::rx_not_ip},
+	/* LLDP: not IP, and not ARP either (ARP goes to the control thread). */
+	{"not_ip", false, 8, [](rte_mbuf *m) { frame(m)[12] = 0x88, frame(m)[13] = 0xcc; }, &qp_counters::rx_not_ip},
 	{"truncated_eth", false, 8, [](rte_mbuf *m) { rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 10)); },
 	 &qp_counters::rx_truncated},
 	{"truncated_ip_len", false, 8,

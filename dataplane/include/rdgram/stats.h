@@ -14,6 +14,7 @@ namespace rdgram {
 /* Receive-side drop reasons, in the order a packet is checked. */
 #define RDGRAM_RX_DROPS(X)                                                     \
 	X(rx_not_ip, "ethertype is neither IPv4 nor IPv6")                      \
+	X(rx_control_full, "ARP/ND frame for the control thread, its ring full") \
 	X(rx_truncated, "frame shorter than its headers say")                   \
 	X(rx_bad_ip_header, "IP version, IHL/options or payload length invalid") \
 	X(rx_bad_ip_checksum, "IPv4 header checksum mismatch")                  \
@@ -41,6 +42,9 @@ struct qp_counters {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
 	/* Not drops: times tx_burst stopped early (mempool empty, port full). */
 	uint64_t tx_no_mbuf, tx_port_full;
+	/* Not drops either: neighbour frames (ARP, ND) handed to the control
+	 * thread, and its frames sent on this queue or refused by the port. */
+	uint64_t rx_to_control, tx_control, tx_control_dropped;
 #define X(name, desc) uint64_t name;
 	RDGRAM_RX_DROPS(X)
 	RDGRAM_TX_DROPS(X)
@@ -70,6 +74,9 @@ struct qp_counters {
 		tx_bytes += o.tx_bytes;
 		tx_no_mbuf += o.tx_no_mbuf;
 		tx_port_full += o.tx_port_full;
+		rx_to_control += o.rx_to_control;
+		tx_control += o.tx_control;
+		tx_control_dropped += o.tx_control_dropped;
 #define X(name, desc) name += o.name;
 		RDGRAM_RX_DROPS(X)
 		RDGRAM_TX_DROPS(X)
@@ -86,6 +93,9 @@ struct qp_counters {
 		f("tx_bytes", "payload bytes handed to the port", tx_bytes);
 		f("tx_no_mbuf", "bursts cut short: mempool empty", tx_no_mbuf);
 		f("tx_port_full", "bursts cut short: port queue full", tx_port_full);
+		f("rx_to_control", "ARP/ND frames handed to the control thread", rx_to_control);
+		f("tx_control", "control-thread frames (ARP/ND) sent", tx_control);
+		f("tx_control_dropped", "control-thread frames the port refused (freed)", tx_control_dropped);
 #define X(name, desc) f(#name, desc, name);
 		RDGRAM_RX_DROPS(X)
 		RDGRAM_TX_DROPS(X)
