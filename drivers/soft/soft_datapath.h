@@ -129,12 +129,14 @@ public:
 	 * poll thread of queue 0 gets it); nullptr: none. */
 	void attach(uint16_t port, uint16_t queue, rte_mempool *mp,
 		    const ah_table<soft_av> *ahs, const soft_port_view &view,
-		    rte_ring *ctl_rx = nullptr, rte_ring *ctl_tx = nullptr)
+		    rte_ring *ctl_rx = nullptr, rte_ring *ctl_tx = nullptr, int socket = SOCKET_ID_ANY)
 	{
 		port_ = port;
 		queue_ = queue;
 		mp_ = mp;
-		ahs_ = ahs;
+		/* The AV replica on the poll thread's node: two words, so the TX
+		 * lookup does not go through the table object. */
+		ahs_ = ahs != nullptr ? ahs->for_socket(socket) : ah_table<soft_av>::view{};
 		view_ = view;
 		ctl_rx_ = ctl_rx;
 		ctl_tx_ = ctl_tx;
@@ -367,7 +369,7 @@ private:
 	unsigned nqp_ = 0;
 	unsigned nstash_ = 0;
 	rte_mempool *mp_ = nullptr;
-	const ah_table<soft_av> *ahs_ = nullptr;
+	ah_table<soft_av>::view ahs_{};
 	rte_ring *ctl_rx_ = nullptr; /* slow path: frames to the control thread */
 	rte_ring *ctl_tx_ = nullptr; /* frames from the control thread (queue 0) */
 	soft_qp qps_[max_qps]{};
@@ -379,7 +381,7 @@ static_assert(ud_driver<soft_queue>);
 
 inline bool soft_queue::build_masked(const send_wr &wr, soft_qp &sq, rte_mbuf *m, tx_pending_pkt &t)
 {
-	const soft_av *av = ahs_->lookup(wr.ah);
+	const soft_av *av = ahs_.lookup(wr.ah);
 	if (unlikely(av == nullptr)) {
 		ctr_.tx_stale_ah++;
 		return false;

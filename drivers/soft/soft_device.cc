@@ -147,7 +147,10 @@ int soft_device::open(const soft_config &cfg)
 	    rte_eth_dev_set_mc_addr_list(cfg.port_id, groups.data(), uint32_t(groups.size())) != 0)
 		rte_eth_allmulticast_enable(cfg.port_id);
 
-	int e = ahs_.init(cfg.max_ah, socket, cfg.qsbr);
+	std::vector<int> nodes = cfg.av_nodes;
+	if (nodes.empty())
+		nodes.push_back(socket);
+	int e = ahs_.init(cfg.max_ah, nodes.data(), unsigned(nodes.size()), cfg.qsbr);
 	if (e != 0) {
 		err_ = "AH table allocation failed";
 		return e;
@@ -341,7 +344,7 @@ bool soft_device::poll(uint64_t now)
 	return work;
 }
 
-int soft_device::init_queue(uint16_t q, soft_queue &out) const
+int soft_device::init_queue(uint16_t q, soft_queue &out, int socket) const
 {
 	if (q >= cfg_.nb_queues)
 		return EINVAL;
@@ -358,7 +361,8 @@ int soft_device::init_queue(uint16_t q, soft_queue &out) const
 	}
 	/* Every queue hands ARP/ND in; queue 0 alone sends the control
 	 * thread's frames. */
-	out.attach(cfg_.port_id, q, mp_, &ahs_, v, ctl_rx_, q == 0 ? ctl_tx_ : nullptr);
+	out.attach(cfg_.port_id, q, mp_, &ahs_, v, ctl_rx_, q == 0 ? ctl_tx_ : nullptr,
+		   socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : socket);
 	return 0;
 }
 

@@ -50,6 +50,9 @@ struct soft_config {
 	uint16_t rx_desc = 1024, tx_desc = 1024;
 	uint32_t nb_mbufs = 8191;
 	rte_rcu_qsbr *qsbr = nullptr;   /* poll threads' QSBR (runtime::qsbr) */
+	/* NUMA nodes that host this port's poll threads (replica_nodes()):
+	 * one AV replica on each. Empty: one, on the port's node. */
+	std::vector<int> av_nodes;
 };
 
 class soft_device final : public device {
@@ -98,7 +101,9 @@ public:
 	size_t nb_neighbours() const { return neigh_.size(); }
 
 	/* Sets up data-path queue q for one poll thread. */
-	int init_queue(uint16_t q, soft_queue &out) const;
+	/* Sets up data-path queue q for a poll thread on NUMA node socket
+	 * (it reads that node's AV replica; SOCKET_ID_ANY: the first). */
+	int init_queue(uint16_t q, soft_queue &out, int socket = SOCKET_ID_ANY) const;
 	/* Fault switch for tests: the next create_ah fails with this errno. */
 	void inject_create_error(int e) { inject_err_ = e; }
 
