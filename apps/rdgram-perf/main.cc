@@ -73,6 +73,8 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 	sc.neigh_retries = c.neigh_retries;
 	sc.neigh_fail_hold_ms = c.neigh_fail_hold_ms;
 	sc.qsbr = rt.qsbr();
+	/* The AV replica goes on the poll thread's NUMA node. */
+	sc.av_nodes = replica_nodes(rt.topology(), {e.where});
 	if (int rc = e.dev.open(sc); rc != 0) {
 		fprintf(stderr, "rdgram-perf: %s port: %s\n", e.role, e.dev.error().c_str());
 		return rc;
@@ -81,7 +83,7 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 	 * slots (the poll thread of queue 0 carries the frames). */
 	if (rt.ctl().add_poller(&soft::soft_device::control_poller, &e.dev) == 0)
 		e.polled_by = &rt;
-	e.dev.init_queue(0, e.q);
+	e.dev.init_queue(0, e.q, sc.av_nodes[0]);
 	e.q.add_qp(e.self->qpn, e.self->qkey);
 
 	ibv_ah_attr a{};
