@@ -79,6 +79,7 @@ public:
 	int destroy_ah(ah_handle h) override;
 	void reclaim() override { ahs_.reclaim(); }
 	uint32_t live_ahs() const override { return ahs_.live(); }
+	uint32_t reclaim_pending() const override { return ahs_.retired_waiting(); }
 	/* device.h semantics. 0: multicast, or a static, reachable or stale
 	 * neighbour; EINPROGRESS: resolving (a first request goes out when
 	 * the entry is new, or when a failure's hold time is over);

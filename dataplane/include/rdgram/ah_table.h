@@ -228,6 +228,8 @@ public:
 
 	uint32_t capacity() const { return cap_; }
 	uint32_t live() const { return live_; }
+	/* Retired slots still waiting for their grace period. */
+	uint32_t retired_waiting() const { return uint32_t(waiting_.size()); }
 
 private:
 	slot_t *mut(unsigned i) { return const_cast<slot_t *>(rep_[i].slots_); }

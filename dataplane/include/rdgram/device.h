@@ -46,6 +46,9 @@ public:
 	virtual int destroy_ah(ah_handle h) = 0;
 	/* Frees AH slots whose grace period has ended. (Control thread only.) */
 	virtual void reclaim() {}
+	/* AH slots destroyed but still waiting for their grace period (they
+	 * become free without any eviction). (Control thread only.) */
+	virtual uint32_t reclaim_pending() const { return 0; }
 	/* Neighbour readiness for attr's destination, without blocking.
 	 * (Control thread only.) 0: create_ah(attr) needs nothing from the
 	 * network (neighbour known, multicast, or an IB port); EINPROGRESS:
