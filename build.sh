@@ -8,6 +8,10 @@
 #                                            suite under TSan (RDGRAM_NO_SANITIZERS=1 skips)
 #   ./build.sh sanitize                     only the sanitizer runs: build-asan/, build-tsan/
 #                                            (tests/tsan.supp)
+#   ./build.sh fuzz [seconds [target...]]   only the libFuzzer targets (fuzz/, clang, build-fuzz/),
+#                                            each for seconds (300), growing build-fuzz/fuzz-corpus/
+# ./build.sh test with no args also runs every fuzz target for RDGRAM_FUZZ_SECONDS (15) on a copy
+# of its corpus (RDGRAM_NO_FUZZ=1 or RDGRAM_NO_SANITIZERS=1 skips); docs/RELIABILITY.md.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -15,6 +19,7 @@ usage() {
 	echo "usage: $0 demo [args for rdgram-perf...]" >&2
 	echo "       $0 test [args for meson test...]" >&2
 	echo "       $0 sanitize" >&2
+	echo "       $0 fuzz [seconds [target...]]" >&2
 	exit 2
 }
 
@@ -22,7 +27,7 @@ usage() {
 cmd=$1
 shift
 case "$cmd" in
-demo | test | sanitize) ;;
+demo | test | sanitize | fuzz) ;;
 *) usage ;;
 esac
 
@@ -76,8 +81,37 @@ for t in json.load(sys.stdin):
 	return $rc
 }
 
+# The libFuzzer targets: clang, in build-fuzz/, where only they are built
+# (fuzz/meson.build compiles the rdgram sources they cover itself). Extra
+# args: names of fuzz tests to run (default: all).
+run_fuzz() {
+	local opts=(-Dfuzz=enabled -Dtests=disabled -Dbenchmarks=disabled -Dbuildtype=debugoptimized)
+	if [[ ! -f build-fuzz/meson-private/coredata.dat ]] || ! meson configure build-fuzz >/dev/null 2>&1; then
+		CC=clang CXX=clang++ meson setup --wipe build-fuzz "${opts[@]}" >/dev/null 2>&1 ||
+			CC=clang CXX=clang++ meson setup build-fuzz "${opts[@]}" || return 1
+	fi
+	rm -f build-fuzz/meson-logs/testlog.json # a failed build must not count old results
+	local targets
+	targets=$(meson introspect build-fuzz --targets | python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    if t["name"].startswith("fuzz_"):
+        print(t["filename"][0])')
+	ninja -C build-fuzz ${targets//$PWD\/build-fuzz\//} || return 1
+	echo "== the fuzz targets, ${RDGRAM_FUZZ_SECONDS:-15} s each (build-fuzz/)"
+	meson test -C build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite fuzz "$@"
+}
+
 if [[ $cmd == sanitize ]]; then
 	run_sanitizers
+	exit $?
+fi
+if [[ $cmd == fuzz ]]; then
+	secs=${1:-300}
+	[[ $secs =~ ^[0-9]+$ ]] || usage
+	(($# > 0)) && shift
+	RDGRAM_FUZZ_SECONDS=$secs RDGRAM_FUZZ_CORPUS_DIR=${RDGRAM_FUZZ_CORPUS_DIR:-$PWD/build-fuzz/fuzz-corpus} \
+		run_fuzz "$@"
 	exit $?
 fi
 
@@ -89,13 +123,17 @@ demo)
 	;;
 test)
 	# The suite, then (with no arguments: the whole-suite run CI does) the
-	# same suite under ASan+UBSan and under TSan.
+	# same suite under ASan+UBSan and under TSan, then the fuzz targets.
 	rc=0
 	meson test -C build --print-errorlogs --num-processes 1 "$@" || rc=1
 	dirs=(build)
 	if (($# == 0)) && [[ ${RDGRAM_NO_SANITIZERS:-} != 1 ]]; then
 		run_sanitizers || rc=1
 		dirs+=(build-asan build-tsan)
+	fi
+	if (($# == 0)) && [[ ${RDGRAM_NO_SANITIZERS:-} != 1 && ${RDGRAM_NO_FUZZ:-} != 1 ]]; then
+		run_fuzz || rc=1
+		dirs+=(build-fuzz)
 	fi
 	# One line over every run: what passed and what did not.
 	python3 - "${dirs[@]}" <<'PY'

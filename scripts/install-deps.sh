@@ -14,6 +14,7 @@ PKGS=(
 	libtomlplusplus-dev libcli11-dev
 	python3-scapy tshark iproute2   # tests: packet checks, netns
 	sockperf                       # benchmarks/compare.py reference
+	clang libclang-rt-dev llvm     # fuzz/: clang, libFuzzer+ASan runtimes, llvm-symbolizer
 )
 
 # One dpkg-query for all packages: prints "<pkg> <status>" for known ones;

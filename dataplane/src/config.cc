@@ -102,8 +102,10 @@ int64_t table_reader::get_int(const char *key, int64_t def, int64_t min, int64_t
 	const toml::node *n = node(key);
 	if (n == nullptr)
 		return def;
-	auto v = n->value<int64_t>();
-	if (!n->is_integer() || !v || *v < min || *v > max)
+	/* The type first: toml++ 3.3's value<int64_t>() converts a float with an
+	 * unchecked cast, undefined beyond int64's range (found by fuzz_config). */
+	auto v = n->is_integer() ? n->value<int64_t>() : std::nullopt;
+	if (!v || *v < min || *v > max)
 		fail(key, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
 	return *v;
 }

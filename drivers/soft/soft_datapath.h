@@ -67,15 +67,19 @@ inline constexpr size_t av_v4_csum_off = 44;
  * bytes of the source MAC. The control thread swaps the destination MAC of
  * a live AV with set_av_mac (one atomic store), so a poll thread copying
  * the AV sees the old MAC or the new one, never a mix. */
+/* The AV starts a 64-byte table slot, so the word is 8-byte aligned; saying
+ * so keeps clang from calling libatomic for an alignas(4) type. */
 inline uint64_t av_mac_word(const soft_av &av)
 {
-	return __atomic_load_n(reinterpret_cast<const uint64_t *>(av.hdr), __ATOMIC_RELAXED);
+	const auto *w = static_cast<const uint64_t *>(__builtin_assume_aligned(av.hdr, 8));
+	return __atomic_load_n(w, __ATOMIC_RELAXED);
 }
 inline void set_av_mac(soft_av &av, const rte_ether_addr &mac)
 {
-	uint64_t w = av_mac_word(av);
-	memcpy(&w, mac.addr_bytes, 6);
-	__atomic_store_n(reinterpret_cast<uint64_t *>(av.hdr), w, __ATOMIC_RELAXED);
+	uint64_t v = av_mac_word(av);
+	memcpy(&v, mac.addr_bytes, 6);
+	auto *w = static_cast<uint64_t *>(__builtin_assume_aligned(av.hdr, 8));
+	__atomic_store_n(w, v, __ATOMIC_RELAXED);
 }
 
 inline uint16_t fold_csum(uint32_t s)

@@ -141,4 +141,15 @@ TEST(Config, MtuMustBeIbSize)
 	EXPECT_NE(error_of("[port]\nmtu = 1500\n").find("key 'port.mtu': expected one of 256"), std::string::npos);
 }
 
+/* fuzz/fuzz_config: a float where an integer belongs went through toml++'s
+ * unchecked float-to-int64 cast (undefined beyond int64's range). */
+TEST(Config, HugeFloatForIntegerRefused)
+{
+	std::string p;
+	std::string e = error_of("[perf]\nsize = 1e19\n", &p);
+	EXPECT_EQ(e, p + ":2:8: key 'perf.size': expected an integer from 0 to 4096, got 1e+19");
+	e = error_of("[server]\nqpn = -9.3e19\n", &p);
+	EXPECT_EQ(e.rfind(p + ":2:7: key 'server.qpn': expected an integer from 2 to 16777215", 0), 0u) << e;
+}
+
 } // namespace
