@@ -26,6 +26,8 @@
 #include "rdgram/dest_cache.h"
 
 #include <benchmark/benchmark.h>
+#include <cstdlib>
+
 #include <rte_eal.h>
 #include <rte_hash.h>
 #include <rte_hash_crc.h>
@@ -246,8 +248,11 @@ BENCHMARK_TEMPLATE(BM_resolve, StdMap)->Name("unordered_map")->Apply(sizes);
 }  // namespace
 
 int main(int argc, char **argv) {
-    const char *eal_args[] = {"bench", "--no-huge", "--no-shconf", "--no-pci", "-m", "2048", "-l", "0",
-                              "--file-prefix=bench_dest_cache", "--log-level=lib.eal:error"};
+    // RDGRAM_BENCH_HUGE=1: 2 MiB hugepages for both tables (reserve them
+    // first); default: 4 KiB pages (--no-huge), as in a container.
+    const bool huge = getenv("RDGRAM_BENCH_HUGE") != nullptr;
+    const char *eal_args[] = {"bench", huge ? "--in-memory" : "--no-huge", "--no-shconf", "--no-pci", "-m", "2048",
+                              "-l", "0", "--file-prefix=bench_dest_cache", "--log-level=lib.eal:error"};
     int eal_argc = static_cast<int>(sizeof(eal_args) / sizeof(eal_args[0]));
     if (rte_eal_init(eal_argc, const_cast<char **>(eal_args)) < 0) {
         std::fprintf(stderr, "rte_eal_init failed\n");
