@@ -37,6 +37,7 @@
 
 #include "rdgram/ah_table.h"
 #include "rdgram/crc32.h"
+#include "rdgram/dest_cache.h"
 #include "rdgram/stats.h"
 #include "rdgram/tsan.h"
 #include "rdgram/ud.h"
@@ -258,8 +259,14 @@ public:
 			else
 				to_ctl_ = false; /* the control thread owns it now */
 		}
+		if (ahn_ != nullptr && out != 0)
+			set_ahns(wcs, out);
 		return out;
 	}
+
+	/* EFA receive semantics (soft_config::report_ahn): wc.slid = our AH
+	 * number for the sender's GID, 0xFFFF without one. (Setup.) */
+	void report_ahn(const dest_cache *by_gid) { ahn_ = by_gid; }
 
 	/* A packet between the TX passes. */
 	struct tx_pending_pkt {
@@ -368,6 +375,20 @@ private:
 	}
 
 	uint16_t port_ = 0, queue_ = 0;
+	/* One bulk lookup for the burst's senders. */
+	__rte_noinline void set_ahns(recv_wc *wcs, uint16_t n)
+	{
+		ah_key keys[max_burst] = {};
+		ah_handle hs[max_burst];
+		for (uint16_t i = 0; i < n; i++)
+			memcpy(keys[i].dgid, wcs[i].sgid.raw, 16);
+		uint64_t hit;
+		ahn_->lookup_bulk(keys, n, hs, &hit);
+		for (uint16_t i = 0; i < n; i++)
+			wcs[i].slid = (hit >> i & 1) ? uint16_t(hs[i].slot) : uint16_t(0xffff);
+	}
+
+	const dest_cache *ahn_ = nullptr; /* report_ahn: sender GID -> our AH */
 	bool to_ctl_ = false; /* parse handed its mbuf to the control thread */
 	unsigned sq_ = 0;
 	unsigned nqp_ = 0;

@@ -3,6 +3,7 @@
  */
 #include "soft_device.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -155,6 +156,17 @@ int soft_device::open(const soft_config &cfg)
 		err_ = "AH table allocation failed";
 		return e;
 	}
+	if (cfg.report_ahn) {
+		if (cfg.max_ah > 0xffff) {
+			err_ = "report_ahn needs max_ah <= 65535 (an ahn is 16 bits, 0xFFFF = none)";
+			return EINVAL;
+		}
+		if (int rc = ahn_by_gid_.init(cfg.max_ah, nodes[0], cfg.qsbr); rc != 0) {
+			err_ = "ahn table allocation failed";
+			return rc;
+		}
+		gid_of_slot_.assign(cfg.max_ah, wire::gid{});
+	}
 	attr_.link = link_layer::ethernet;
 	attr_.grh_required = true;
 	attr_.max_ah = cfg.max_ah;
@@ -183,6 +195,9 @@ void soft_device::close()
 	free_ring(ctl_rx_);
 	free_ring(ctl_tx_);
 	neigh_.clear();
+	ahn_by_gid_.fini();
+	ahs_by_gid_.clear();
+	gid_of_slot_.clear();
 	ahs_.fini();
 	/* The mempool outlives the port's queues: free it only after stop. The
 	 * port itself (a vdev) belongs to whoever probed it. */
@@ -309,17 +324,69 @@ ah_handle soft_device::create_ah(const ibv_ah_attr &a, int *err)
 	*err = 0;
 	ah_handle h = ahs_.publish(slot);
 	/* The neighbour keeps the slot, to rewrite its MAC if it moves. */
-	if (nid != no_neigh)
+	if (nid != no_neigh) {
 		neigh_.add_ah(nid, slot);
+		if (cfg_.report_ahn) {
+			wire::gid g;
+			memcpy(g.raw, a.grh.dgid.raw, 16);
+			ahn_add(slot, h.gen, g);
+		}
+	}
 	return h;
 }
 
 int soft_device::destroy_ah(ah_handle h)
 {
 	int rc = ahs_.retire(h);
-	if (rc == 0)
+	if (rc == 0) {
 		neigh_.remove_ah(h.slot);
+		if (cfg_.report_ahn)
+			ahn_remove(h.slot);
+	}
 	return rc;
+}
+
+namespace {
+ah_key gid_key(const wire::gid &g)
+{
+	ah_key k;
+	memset(&k, 0, sizeof(k));
+	memcpy(k.dgid, g.raw, 16);
+	return k;
+}
+} // namespace
+
+/* The first live AH to a GID is the one receives report (EFA has one AH
+ * per address: any of ours names the sender). */
+void soft_device::ahn_add(uint32_t slot, uint32_t gen, const wire::gid &g)
+{
+	auto &v = ahs_by_gid_[g];
+	v.push_back(slot);
+	gid_of_slot_[slot] = g;
+	if (v.size() == 1)
+		ahn_by_gid_.insert(gid_key(g), ah_handle{slot, gen});
+}
+
+void soft_device::ahn_remove(uint32_t slot)
+{
+	auto it = ahs_by_gid_.find(gid_of_slot_[slot]);
+	gid_of_slot_[slot] = wire::gid{};
+	if (it == ahs_by_gid_.end())
+		return; /* multicast: never reported */
+	auto &v = it->second;
+	const bool was_reported = !v.empty() && v.front() == slot;
+	v.erase(std::remove(v.begin(), v.end(), slot), v.end());
+	if (!was_reported)
+		return;
+	const ah_key k = gid_key(it->first);
+	ahn_by_gid_.erase(k);
+	if (v.empty()) {
+		ahs_by_gid_.erase(it);
+		return;
+	}
+	/* Another AH to the same sender takes over. Its generation: the one
+	 * ah_table holds for the slot (only the slot is reported). */
+	ahn_by_gid_.insert(k, ah_handle{v.front(), 1});
 }
 
 bool soft_device::poll(uint64_t now)
@@ -363,6 +430,7 @@ int soft_device::init_queue(uint16_t q, soft_queue &out, int socket) const
 	 * thread's frames. */
 	out.attach(cfg_.port_id, q, mp_, &ahs_, v, ctl_rx_, q == 0 ? ctl_tx_ : nullptr,
 		   socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : socket);
+	out.report_ahn(cfg_.report_ahn ? &ahn_by_gid_ : nullptr);
 	return 0;
 }
 

@@ -19,12 +19,14 @@
 
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
 #include <rte_ether.h>
 #include <rte_mempool.h>
 
+#include "rdgram/dest_cache.h"
 #include "rdgram/device.h"
 #include "soft_datapath.h"
 #include "soft_neigh.h"
@@ -53,6 +55,11 @@ struct soft_config {
 	/* NUMA nodes that host this port's poll threads (replica_nodes()):
 	 * one AV replica on each. Empty: one, on the port's node. */
 	std::vector<int> av_nodes;
+	/* EFA receive semantics (efadv, libfabric's EFA provider): a receive's
+	 * wc.slid carries the receiver's AH number (ahn: the AH table slot) for
+	 * the sender's GID, or 0xFFFF when the receiver has no AH for it; the
+	 * sender's GID is in wc.sgid either way. Needs max_ah <= 65535. */
+	bool report_ahn = false;
 };
 
 class soft_device final : public device {
@@ -133,6 +140,13 @@ private:
 	rte_mempool *mp_ = nullptr;
 	ah_table<soft_av> ahs_;
 	neigh_table neigh_;
+	/* report_ahn: sender GID -> one live AH to it, read by poll threads;
+	 * the control thread's list of live slots per GID and GID per slot. */
+	dest_cache ahn_by_gid_;
+	std::unordered_map<wire::gid, std::vector<uint32_t>, gid_hash> ahs_by_gid_;
+	std::vector<wire::gid> gid_of_slot_;
+	void ahn_add(uint32_t slot, uint32_t gen, const wire::gid &g);
+	void ahn_remove(uint32_t slot);
 	rte_ring *ctl_rx_ = nullptr; /* poll threads -> control: ARP/ND frames */
 	rte_ring *ctl_tx_ = nullptr; /* control -> queue 0: frames to send */
 	bool started_ = false;
