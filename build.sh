@@ -10,7 +10,7 @@
 #                                            (tests/tsan.supp)
 #   ./build.sh fuzz [seconds [target...]]   only the libFuzzer targets (fuzz/, clang, build-fuzz/),
 #                                            each for seconds (300), growing build-fuzz/fuzz-corpus/
-# ./build.sh test with no args also runs every fuzz target for RDGRAM_FUZZ_SECONDS (15) on a copy
+# ./build.sh test with no args also runs every fuzz target for RDGRAM_FUZZ_SECONDS (10) on a copy
 # of its corpus (RDGRAM_NO_FUZZ=1 or RDGRAM_NO_SANITIZERS=1 skips); docs/RELIABILITY.md.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -98,7 +98,7 @@ for t in json.load(sys.stdin):
     if t["name"].startswith("fuzz_"):
         print(t["filename"][0])')
 	ninja -C build-fuzz ${targets//$PWD\/build-fuzz\//} || return 1
-	echo "== the fuzz targets, ${RDGRAM_FUZZ_SECONDS:-15} s each (build-fuzz/)"
+	echo "== the fuzz targets, ${RDGRAM_FUZZ_SECONDS:-10} s each (build-fuzz/)"
 	meson test -C build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite fuzz "$@"
 }
 

@@ -7,7 +7,7 @@
 #
 # usage: run_fuzzer.sh <fuzzer> <name> <seed corpus dir> <dict or ""> <artifact dir> [libFuzzer options...]
 # environment:
-#   RDGRAM_FUZZ_SECONDS     run time (default 15)
+#   RDGRAM_FUZZ_SECONDS     run time (default 10)
 #   RDGRAM_FUZZ_CORPUS_DIR  keep a growing corpus in <dir>/<name> across runs
 #                           (default: a temporary copy, removed afterwards)
 #   RDGRAM_FUZZ_RSS_MB      libFuzzer -rss_limit_mb (default 2048)
@@ -19,7 +19,7 @@ set -uo pipefail
 }
 exe=$1 name=$2 seeds=$3 dict=$4 art=$5
 shift 5
-secs=${RDGRAM_FUZZ_SECONDS:-15}
+secs=${RDGRAM_FUZZ_SECONDS:-10}
 [[ $secs =~ ^[0-9]+$ ]] || {
 	echo "RDGRAM_FUZZ_SECONDS must be a number of seconds, got '$secs'" >&2
 	exit 2
