@@ -317,9 +317,9 @@ unsigned ah_service::create_ah_batch(const ibv_ah_attr *attrs, unsigned n, ah_ha
 		}
 		return 0;
 	}
-	std::vector<unsigned> todo(n);
+	std::vector<unsigned> pending(n);
 	for (unsigned i = 0; i < n; i++) {
-		todo[i] = i;
+		pending[i] = i;
 		out[i] = ah_null;
 		errs[i] = EINPROGRESS;
 	}
@@ -328,13 +328,13 @@ unsigned ah_service::create_ah_batch(const ibv_ah_attr *attrs, unsigned n, ah_ha
 	/* Chunks keep each control-thread call short, so poll threads' misses
 	 * are answered between them. */
 	constexpr unsigned chunk = 4096;
-	while (!todo.empty()) {
+	while (!pending.empty()) {
 		std::vector<unsigned> next;
-		for (size_t s = 0; s < todo.size(); s += chunk) {
-			const size_t e = std::min(todo.size(), s + chunk);
+		for (size_t s = 0; s < pending.size(); s += chunk) {
+			const size_t e = std::min(pending.size(), s + chunk);
 			ctl_->call([&] {
 				for (size_t j = s; j < e; j++) {
-					const unsigned i = todo[j];
+					const unsigned i = pending[j];
 					int rc = dev_->prepare_ah(attrs[i]);
 					if (rc == EINPROGRESS) {
 						next.push_back(i);
@@ -358,11 +358,11 @@ unsigned ah_service::create_ah_batch(const ibv_ah_attr *attrs, unsigned n, ah_ha
 				}
 			});
 		}
-		todo.swap(next);
-		if (todo.empty())
+		pending.swap(next);
+		if (pending.empty())
 			break;
 		if (rte_get_tsc_cycles() >= deadline) {
-			for (unsigned i : todo)
+			for (unsigned i : pending)
 				errs[i] = ETIMEDOUT;
 			break;
 		}

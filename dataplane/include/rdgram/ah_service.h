@@ -72,28 +72,6 @@
 
 namespace rdgram {
 
-/* The ibv_ah_attr a normalized key stands for (the inverse of ah_key::of
- * for every field the key keeps). */
-inline ibv_ah_attr attr_of(const ah_key &k)
-{
-	ibv_ah_attr a;
-	memset(&a, 0, sizeof(a));
-	a.dlid = k.dlid;
-	a.sl = k.sl;
-	a.src_path_bits = k.src_path_bits;
-	a.static_rate = k.static_rate;
-	a.is_global = k.is_global;
-	a.port_num = k.port_num;
-	if (k.is_global) {
-		memcpy(a.grh.dgid.raw, k.dgid, 16);
-		a.grh.flow_label = k.flow_label;
-		a.grh.sgid_index = k.sgid_index;
-		a.grh.hop_limit = k.hop_limit;
-		a.grh.traffic_class = k.traffic_class;
-	}
-	return a;
-}
-
 /* Why a message handed to ah_client::send_burst did not leave. */
 #define RDGRAM_PEND_DROPS(X)                                                   \
 	X(pend_no_dest, "pending queue: every destination slot in use")         \

@@ -18,7 +18,7 @@
  * The low bits of the same hash give the home bucket, so tag and index are
  * independent bits of one 64-bit hash.
  *
- * Hash: three 64x64->128 multiplies folded hi^lo ("mum", the wyhash core)
+ * Hash (ah_key_hash64, ah_key.h): three 64x64->128 multiplies folded hi^lo ("mum", the wyhash core)
  * over the key's four 64-bit words. It yields 64 well-mixed bits (index
  * from the low ones, tag from the high ones, independent even at 2^31
  * buckets), costs ~3 multiplies, two of them independent, and needs no
@@ -89,14 +89,7 @@ public:
 
 	/* 64-bit hash of a key: low bits pick the home bucket, high bits the
 	 * tag. Exposed for callers that want to hash ahead of time. */
-	static inline uint64_t hash(const ah_key &k)
-	{
-		uint64_t w[4];
-		memcpy(w, &k, sizeof(w));
-		const uint64_t a = mum(w[0] ^ 0xa0761d6478bd642full, w[1] ^ 0xe7037ed1a0b428dbull);
-		const uint64_t b = mum(w[2] ^ 0x8ebc6af09c88c6e3ull, w[3] ^ 0x589965cc75374cc3ull);
-		return mum(a ^ 0x1d8e4e27c47d124full, b ^ 0x2d358dccaa6c78a5ull);
-	}
+	static inline uint64_t hash(const ah_key &k) { return ah_key_hash64(k); }
 
 	/* Allocates the table (NOT multi-writer safe: writer thread only), for
 	 * capacity entries on NUMA node socket. qs is the QSBR variable the
@@ -372,11 +365,6 @@ private:
 		uint64_t token;
 	};
 
-	static inline uint64_t mum(uint64_t a, uint64_t b)
-	{
-		const unsigned __int128 r = static_cast<unsigned __int128>(a) * b;
-		return uint64_t(r) ^ uint64_t(r >> 64);
-	}
 	static inline uint32_t tag_of(uint64_t hv) { return uint32_t(hv >> 32) | 0x80000000u; }
 	/* The handle as one word, in its own memory layout. */
 	static inline uint64_t pack(ah_handle h) { return std::bit_cast<uint64_t>(h); }
