@@ -1,0 +1,613 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * NEVER RUN ON HARDWARE: see efa_datapath.h.
+ */
+#include "efa_device.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <rte_mbuf.h>
+
+namespace rdgram::efa {
+
+namespace {
+
+std::string gid_text(const uint8_t *raw)
+{
+	char b[INET6_ADDRSTRLEN];
+	if (inet_ntop(AF_INET6, raw, b, sizeof(b)) == nullptr)
+		return "?";
+	return b;
+}
+
+std::string errno_text(const char *what, int e)
+{
+	return std::string(what) + ": " + strerror(e);
+}
+
+/* IB MTU enum to bytes (ibv_query_port(3) active_mtu). */
+uint32_t mtu_bytes(ibv_mtu m)
+{
+	switch (m) {
+	case IBV_MTU_256: return 256;
+	case IBV_MTU_512: return 512;
+	case IBV_MTU_1024: return 1024;
+	case IBV_MTU_2048: return 2048;
+	case IBV_MTU_4096: return 4096;
+	}
+	return 0;
+}
+
+/* sysfs NUMA node of a verbs device (-1 unknown -> 0). */
+int numa_node_of(ibv_device *dev)
+{
+	std::string p = std::string(dev->ibdev_path) + "/device/numa_node";
+	FILE *f = fopen(p.c_str(), "r");
+	if (f == nullptr)
+		return 0;
+	int n = -1;
+	if (fscanf(f, "%d", &n) != 1)
+		n = -1;
+	fclose(f);
+	return n < 0 ? 0 : n;
+}
+
+bool is_efa(ibv_context *ctx, efadv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	return efadv_query_device(ctx, a, sizeof(*a)) == 0;
+}
+
+} // namespace
+
+std::string explain_create_einval(const ibv_ah_attr &a, const port_attr &port)
+{
+	if (a.port_num != 1)
+		return "ibv_create_ah: EINVAL: port_num " + std::to_string(a.port_num) +
+		       ": an EFA device has one port, 1";
+	if (!a.is_global)
+		return "ibv_create_ah: EINVAL: is_global is 0: EFA addresses are GIDs, an AH needs "
+		       "the GRH (is_global = 1, grh.dgid = the peer's GID)";
+	if (a.grh.sgid_index >= port.gids.size())
+		return "ibv_create_ah: EINVAL: sgid_index " + std::to_string(a.grh.sgid_index) +
+		       " is past the GID table (" + std::to_string(port.gids.size()) + " entries)";
+	const uint8_t *d = a.grh.dgid.raw;
+	static const uint8_t zero[16] = {};
+	if (memcmp(d, zero, 16) == 0)
+		return "ibv_create_ah: EINVAL: grh.dgid is zero";
+	if (d[0] == 0xff)
+		return "ibv_create_ah: EINVAL: grh.dgid " + gid_text(d) + " is multicast, which EFA does not carry";
+	return "ibv_create_ah: EINVAL: the device refused grh.dgid " + gid_text(d) + " (source GID " +
+	       gid_text(port.gids[a.grh.sgid_index].raw) +
+	       "): most likely not an EFA address this interface can reach (another subnet or "
+	       "availability zone, or the address of no EFA interface), or a PD that is not this device's";
+}
+
+efa_device::~efa_device() { close(); }
+
+std::vector<std::string> efa_device::list()
+{
+	std::vector<std::string> out;
+	int n = 0;
+	ibv_device **devs = ibv_get_device_list(&n);
+	if (devs == nullptr)
+		return out;
+	for (int i = 0; i < n; i++) {
+		ibv_context *ctx = ibv_open_device(devs[i]);
+		if (ctx == nullptr)
+			continue;
+		efadv_device_attr a;
+		if (is_efa(ctx, &a))
+			out.emplace_back(ibv_get_device_name(devs[i]));
+		ibv_close_device(ctx);
+	}
+	ibv_free_device_list(devs);
+	return out;
+}
+
+int efa_device::init_ahs(const efa_config &cfg, int socket)
+{
+	uint32_t cap = std::min<uint32_t>(cfg.max_ah, 0xffff);
+	if (attr_.max_ah != 0)
+		cap = std::min(cap, attr_.max_ah);
+	if (cap == 0) {
+		err_ = "max_ah is 0";
+		return EINVAL;
+	}
+	attr_.max_ah = cap;
+	std::vector<int> nodes = cfg.av_nodes;
+	if (nodes.empty())
+		nodes.push_back(socket);
+	int e = ahs_.init(cap, nodes.data(), unsigned(nodes.size()), cfg.qsbr);
+	if (e != 0) {
+		err_ = "AH table allocation failed";
+		return e;
+	}
+	live_ah_.assign(cap, nullptr);
+	qs_ = cfg.qsbr;
+	return 0;
+}
+
+int efa_device::open(const efa_config &cfg)
+{
+	close();
+	int n = 0;
+	ibv_device **devs = ibv_get_device_list(&n);
+	if (devs == nullptr) {
+		err_ = errno_text("ibv_get_device_list", errno ? errno : ENODEV);
+		return ENODEV;
+	}
+	efadv_device_attr ea{};
+	ibv_device *dev = nullptr;
+	for (int i = 0; i < n && ctx_ == nullptr; i++) {
+		if (!cfg.device_name.empty() && cfg.device_name != ibv_get_device_name(devs[i]))
+			continue;
+		ibv_context *c = ibv_open_device(devs[i]);
+		if (c == nullptr)
+			continue;
+		/* efadv_query_device answers EOPNOTSUPP for other providers. */
+		if (is_efa(c, &ea)) {
+			ctx_ = c;
+			dev = devs[i];
+		} else {
+			ibv_close_device(c);
+		}
+	}
+	if (ctx_ == nullptr) {
+		ibv_free_device_list(devs);
+		err_ = cfg.device_name.empty() ? "no EFA device (no ibv device answers efadv_query_device)"
+					       : "no EFA device named " + cfg.device_name;
+		return ENODEV;
+	}
+	name_ = ibv_get_device_name(dev);
+	const int socket = numa_node_of(dev);
+	ibv_free_device_list(devs);
+
+	caps_.max_sq_wr = ea.max_sq_wr;
+	caps_.max_rq_wr = ea.max_rq_wr;
+	caps_.max_sq_sge = ea.max_sq_sge;
+	caps_.max_rq_sge = ea.max_rq_sge;
+	caps_.inline_buf_size = ea.inline_buf_size;
+	caps_.max_rdma_size = ea.max_rdma_size;
+	caps_.device_caps = ea.device_caps;
+	caps_.rdma_read = (ea.device_caps & EFADV_DEVICE_ATTR_CAPS_RDMA_READ) != 0;
+	caps_.rnr_retry = (ea.device_caps & EFADV_DEVICE_ATTR_CAPS_RNR_RETRY) != 0;
+	caps_.cq_with_sgid = (ea.device_caps & EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID) != 0;
+
+	ibv_device_attr da{};
+	if (int rc = ibv_query_device(ctx_, &da); rc != 0) {
+		err_ = errno_text("ibv_query_device", rc);
+		close();
+		return rc;
+	}
+	ibv_port_attr pa{};
+	if (int rc = ibv_query_port(ctx_, 1, &pa); rc != 0) {
+		err_ = errno_text("ibv_query_port", rc);
+		close();
+		return rc;
+	}
+	/* EFA reports link layer "unspecified"; its AHs are GID-addressed
+	 * with a GRH, like RoCE: ethernet-like for the AH layer. */
+	attr_.link = link_layer::ethernet;
+	attr_.grh_required = true;
+	attr_.max_ah = da.max_ah > 0 ? uint32_t(da.max_ah) : 0;
+	/* The EFA kernel driver reports its MTU (the largest message) in
+	 * max_msg_sz; active_mtu is only the nearest IB enum value. */
+	attr_.active_mtu = pa.max_msg_sz != 0 ? pa.max_msg_sz : mtu_bytes(pa.active_mtu);
+	attr_.lid = pa.lid;
+	attr_.numa_node = socket;
+	uint16_t pkey = 0xffff;
+	if (ibv_query_pkey(ctx_, 1, 0, &pkey) == 0)
+		attr_.pkey = ntohs(pkey);
+	attr_.gids.clear();
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		ibv_gid g;
+		if (ibv_query_gid(ctx_, 1, i, &g) != 0)
+			break;
+		wire::gid w;
+		memcpy(w.raw, g.raw, 16);
+		attr_.gids.push_back(w);
+	}
+	if (attr_.gids.empty()) {
+		err_ = "ibv_query_gid: port 1 has no GID";
+		close();
+		return ENODEV;
+	}
+	pd_ = ibv_alloc_pd(ctx_);
+	if (pd_ == nullptr) {
+		const int e = errno ? errno : ENOMEM;
+		err_ = errno_text("ibv_alloc_pd", e);
+		close();
+		return e;
+	}
+	own_pd_ = true;
+	ops_ = verbs_ah_ops;
+	if (int e = init_ahs(cfg, socket); e != 0) {
+		close();
+		return e;
+	}
+	return 0;
+}
+
+int efa_device::open_with(const efa_ah_ops &ops, ibv_pd *pd, const port_attr &port, const efa_config &cfg)
+{
+	close();
+	if (ops.create_ah == nullptr || ops.query_ah == nullptr || ops.destroy_ah == nullptr) {
+		err_ = "open_with: every AH operation is needed";
+		return EINVAL;
+	}
+	ops_ = ops;
+	pd_ = pd;
+	own_pd_ = false;
+	attr_ = port;
+	name_ = "efa-ops";
+	return init_ahs(cfg, port.numa_node);
+}
+
+void efa_device::close()
+{
+	/* Queues hold QPs and CQs on this context: the caller destroys them
+	 * first (destroy_queue); otherwise the PD and context stay busy. */
+	if (nqueues_ != 0)
+		err_ = "close: " + std::to_string(nqueues_) + " queue(s) still alive (destroy_queue first)";
+	/* Every AH still in the device: live ones, then those waiting for a
+	 * grace period (no poll thread runs any more). */
+	for (ibv_ah *&ah : live_ah_)
+		if (ah != nullptr) {
+			destroy_now(ah);
+			ah = nullptr;
+		}
+	live_ah_.clear();
+	for (const dead_ah &d : dead_)
+		destroy_now(d.ah);
+	dead_.clear();
+	ahs_.fini();
+	qs_ = nullptr;
+	for (efa_mr_set &s : mrs_)
+		for (unsigned i = 0; i < s.n; i++)
+			ibv_dereg_mr(s.mr[i]);
+	mrs_.clear();
+	if (pd_ != nullptr && own_pd_)
+		ibv_dealloc_pd(pd_);
+	pd_ = nullptr;
+	own_pd_ = false;
+	if (ctx_ != nullptr)
+		ibv_close_device(ctx_);
+	ctx_ = nullptr;
+	caps_ = efa_caps{};
+	attr_ = port_attr{};
+	ops_ = verbs_ah_ops;
+}
+
+void efa_device::destroy_now(ibv_ah *ah)
+{
+	if (int rc = ops_.destroy_ah(ah); rc != 0)
+		err_ = errno_text("ibv_destroy_ah", rc); /* the device keeps the entry; nothing else to do */
+}
+
+ah_handle efa_device::create_ah(const ibv_ah_attr &attr, int *err)
+{
+	uint32_t slot;
+	if (ahs_.capacity() == 0) {
+		err_ = "device not open";
+		*err = EINVAL;
+		return ah_null;
+	}
+	if (!ahs_.reserve(&slot)) {
+		err_ = "AH table full (" + std::to_string(ahs_.capacity()) + " slots live or in their grace period)";
+		*err = ENOMEM;
+		return ah_null;
+	}
+	ibv_ah_attr a = attr; /* ibv_create_ah takes it non-const */
+	errno = 0;
+	ibv_ah *ah = ops_.create_ah(pd_, &a);
+	if (ah == nullptr) {
+		const int e = errno != 0 ? errno : EIO;
+		ahs_.unreserve(slot);
+		if (e == EINVAL)
+			err_ = explain_create_einval(attr, attr_);
+		else if (e == ENOMEM)
+			err_ = "ibv_create_ah: ENOMEM: the device's AH table is full (the registry evicts and retries once)";
+		else
+			err_ = errno_text("ibv_create_ah", e);
+		*err = e; /* unchanged: the registry acts on ENOMEM */
+		return ah_null;
+	}
+	uint16_t ahn = ahn_unknown;
+	if (int rc = query_ahn(ops_, ah, sizeof(efadv_ah_attr), &ahn); rc != 0) {
+		err_ = errno_text("efadv_query_ah", rc);
+		destroy_now(ah);
+		ahs_.unreserve(slot);
+		*err = rc;
+		return ah_null;
+	}
+	efa_av &av = ahs_.av_at(slot);
+	av.ah = ah;
+	av.ahn = ahn;
+	live_ah_[slot] = ah;
+	*err = 0;
+	return ahs_.publish(slot);
+}
+
+int efa_device::destroy_ah(ah_handle h)
+{
+	if (h.slot >= ahs_.capacity())
+		return EINVAL;
+	/* Validates the handle (stale, destroyed twice: EINVAL) before the
+	 * library sees anything. */
+	if (int rc = ahs_.retire(h); rc != 0)
+		return rc;
+	/* The slot's AV stays as it is: a poll thread that looked it up before
+	 * the retire may read it until its next quiescent state. The control
+	 * path's own record moves to dead_ (or the AH goes now, with no poll
+	 * threads to wait for). */
+	ibv_ah *ah = live_ah_[h.slot];
+	live_ah_[h.slot] = nullptr;
+	if (qs_ == nullptr) {
+		const int rc = ops_.destroy_ah(ah);
+		if (rc != 0)
+			err_ = errno_text("ibv_destroy_ah", rc);
+		return rc;
+	}
+	dead_.push_back(dead_ah{ah, rte_rcu_qsbr_start(qs_)});
+	return 0;
+}
+
+void efa_device::reclaim()
+{
+	ahs_.reclaim();
+	while (!dead_.empty() && rte_rcu_qsbr_check(qs_, dead_.front().token, false) == 1) {
+		destroy_now(dead_.front().ah);
+		dead_.pop_front();
+	}
+}
+
+uint32_t efa_device::reclaim_pending() const
+{
+	return std::max(uint32_t(dead_.size()), ahs_.retired_waiting());
+}
+
+uint16_t efa_device::ahn_of(ah_handle h) const
+{
+	if (ahs_.capacity() == 0)
+		return ahn_unknown;
+	const efa_av *av = ahs_.lookup(h);
+	return av != nullptr ? av->ahn : ahn_unknown;
+}
+
+const efa_mr_set *efa_device::mrs_of(const rte_mempool *mp) const
+{
+	for (const efa_mr_set &s : mrs_)
+		if (s.mp == mp)
+			return &s;
+	return nullptr;
+}
+
+namespace {
+struct reg_state {
+	ibv_pd *pd;
+	efa_mr_set *set;
+	int err;
+};
+void reg_chunk(rte_mempool *, void *opaque, rte_mempool_memhdr *hdr, unsigned)
+{
+	auto *st = static_cast<reg_state *>(opaque);
+	if (st->err != 0)
+		return;
+	if (st->set->n == efa_mr_set::max_chunks) {
+		st->err = E2BIG;
+		return;
+	}
+	ibv_mr *mr = ibv_reg_mr(st->pd, hdr->addr, hdr->len, IBV_ACCESS_LOCAL_WRITE);
+	if (mr == nullptr) {
+		st->err = errno != 0 ? errno : ENOMEM;
+		return;
+	}
+	const unsigned i = st->set->n++;
+	st->set->mr[i] = mr;
+	st->set->c[i] = efa_mr_chunk{uintptr_t(hdr->addr), uintptr_t(hdr->addr) + hdr->len, mr->lkey};
+}
+} // namespace
+
+int efa_device::register_mempool(rte_mempool *mp)
+{
+	if (ctx_ == nullptr) {
+		err_ = "no verbs context (device opened with open_with)";
+		return ENODEV;
+	}
+	if (mp == nullptr)
+		return EINVAL;
+	if (mrs_of(mp) != nullptr)
+		return EEXIST;
+	efa_mr_set s;
+	s.mp = mp;
+	reg_state st{pd_, &s, 0};
+	rte_mempool_mem_iter(mp, reg_chunk, &st);
+	if (st.err != 0) {
+		for (unsigned i = 0; i < s.n; i++)
+			ibv_dereg_mr(s.mr[i]);
+		err_ = st.err == E2BIG ? "mempool has more than 64 memory chunks" : errno_text("ibv_reg_mr", st.err);
+		return st.err;
+	}
+	mrs_.push_back(s);
+	return 0;
+}
+
+int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
+{
+	if (ctx_ == nullptr) {
+		err_ = "no verbs context (device opened with open_with)";
+		return ENODEV;
+	}
+	if (q.ready())
+		return EBUSY;
+	const efa_mr_set *mrs = mrs_of(cfg.mp);
+	if (mrs == nullptr) {
+		err_ = "the queue's mempool is not registered (register_mempool)";
+		return EINVAL;
+	}
+	if (cfg.qkey & 0x80000000u) {
+		/* A controlled Q_Key needs privilege (IBA 10.2.5). */
+		err_ = "qkey with the high bit set";
+		return EINVAL;
+	}
+	const uint32_t mtu = attr_.active_mtu;
+	const uint32_t room = rte_pktmbuf_data_room_size(cfg.mp);
+	if (room < RTE_PKTMBUF_HEADROOM + wire::grh_len + mtu) {
+		err_ = "mempool data room " + std::to_string(room) + " is short of headroom + 40 + MTU " +
+		       std::to_string(mtu);
+		return EINVAL;
+	}
+	const uint32_t sq = std::min(cfg.sq_depth, caps_.max_sq_wr);
+	const uint32_t rq = std::min(cfg.rq_depth, caps_.max_rq_wr);
+	if (sq == 0 || rq == 0) {
+		err_ = "sq_depth and rq_depth must be at least 1";
+		return EINVAL;
+	}
+	const uint32_t max_inline =
+		cfg.max_inline != 0 ? std::min<uint32_t>(cfg.max_inline, caps_.inline_buf_size) : caps_.inline_buf_size;
+
+	ibv_cq_ex *scq = nullptr, *rcq = nullptr;
+	ibv_qp *qp = nullptr;
+	efadv_cq *dv = nullptr;
+	auto fail = [&](const char *what, int e) {
+		if (qp != nullptr)
+			ibv_destroy_qp(qp);
+		if (rcq != nullptr)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(rcq));
+		if (scq != nullptr)
+			ibv_destroy_cq(ibv_cq_ex_to_cq(scq));
+		err_ = errno_text(what, e);
+		return e;
+	};
+
+	/* Send CQ: wr_id and status only (always available). */
+	ibv_cq_init_attr_ex ca{};
+	ca.cqe = sq;
+	ca.wc_flags = 0;
+	scq = ibv_create_cq_ex(ctx_, &ca);
+	if (scq == nullptr)
+		return fail("ibv_create_cq_ex (send)", errno ? errno : ENOMEM);
+	/* Receive CQ: what recv_wc reports, and the sender's GID for
+	 * receives from unknown AHs where the device can give it. */
+	ca = ibv_cq_init_attr_ex{};
+	ca.cqe = rq;
+	ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_IMM;
+	if (caps_.cq_with_sgid) {
+		efadv_cq_init_attr ea{};
+		ea.comp_mask = 0;
+		ea.wc_flags = EFADV_WC_EX_WITH_SGID;
+		rcq = efadv_create_cq(ctx_, &ca, &ea, sizeof(ea));
+		if (rcq != nullptr)
+			dv = efadv_cq_from_ibv_cq_ex(rcq);
+	} else {
+		rcq = ibv_create_cq_ex(ctx_, &ca);
+	}
+	if (rcq == nullptr)
+		return fail("create receive CQ", errno ? errno : ENOMEM);
+
+	ibv_qp_init_attr_ex qa{};
+	qa.send_cq = ibv_cq_ex_to_cq(scq);
+	qa.recv_cq = ibv_cq_ex_to_cq(rcq);
+	qa.cap.max_send_wr = sq;
+	qa.cap.max_recv_wr = rq;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = max_inline;
+	qa.pd = pd_;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
+	if (cfg.srd) {
+		qa.qp_type = IBV_QPT_DRIVER;
+		efadv_qp_init_attr ea{};
+		ea.comp_mask = 0;
+		ea.driver_qp_type = EFADV_QP_DRIVER_TYPE_SRD;
+		qp = efadv_create_qp_ex(ctx_, &qa, &ea, sizeof(ea));
+	} else {
+		qa.qp_type = IBV_QPT_UD;
+		qp = ibv_create_qp_ex(ctx_, &qa);
+	}
+	if (qp == nullptr)
+		return fail(cfg.srd ? "efadv_create_qp_ex (SRD)" : "ibv_create_qp_ex (UD)", errno ? errno : ENOMEM);
+	ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
+	if (qpx == nullptr)
+		return fail("ibv_qp_to_qp_ex", EOPNOTSUPP);
+
+	/* RESET -> INIT -> RTR -> RTS, as a UD QP (ibv_modify_qp(3)); SRD
+	 * takes the same attributes plus the RNR retry count where the device
+	 * supports it. */
+	ibv_qp_attr m{};
+	m.qp_state = IBV_QPS_INIT;
+	m.pkey_index = 0;
+	m.port_num = 1;
+	m.qkey = cfg.qkey;
+	if (int rc = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY); rc != 0)
+		return fail("ibv_modify_qp (INIT)", rc);
+	m = ibv_qp_attr{};
+	m.qp_state = IBV_QPS_RTR;
+	if (int rc = ibv_modify_qp(qp, &m, IBV_QP_STATE); rc != 0)
+		return fail("ibv_modify_qp (RTR)", rc);
+	m = ibv_qp_attr{};
+	m.qp_state = IBV_QPS_RTS;
+	m.sq_psn = 0;
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (cfg.srd && caps_.rnr_retry) {
+		m.rnr_retry = cfg.rnr_retry;
+		mask |= IBV_QP_RNR_RETRY;
+	}
+	if (int rc = ibv_modify_qp(qp, &m, mask); rc != 0)
+		return fail("ibv_modify_qp (RTS)", rc);
+
+	q.qp_ = qp;
+	q.qpx_ = qpx;
+	q.scq_ = scq;
+	q.rcq_ = rcq;
+	q.dv_ = dv;
+	q.ahs_ = ahs_.for_socket(cfg.socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : cfg.socket);
+	q.mrs_ = *mrs;
+	q.mp_ = cfg.mp;
+	q.qpn_ = qp->qp_num;
+	q.qkey_ = cfg.qkey;
+	q.mtu_ = mtu;
+	q.max_inline_ = max_inline;
+	q.rx_len_ = cfg.srd ? mtu : uint32_t(wire::grh_len) + mtu;
+	q.batch_ = std::clamp<unsigned>(cfg.recv_batch, 1, efa_queue::max_recv_batch);
+	q.srd_ = cfg.srd;
+	q.gid_ = attr_.gids[0];
+	q.tx_slot_.assign(sq, nullptr);
+	q.tx_free_.resize(sq);
+	for (uint32_t i = 0; i < sq; i++)
+		q.tx_free_[i] = sq - 1 - i;
+	q.tx_nfree_ = sq;
+	q.tx_outstanding_ = 0;
+	q.rx_slot_.assign(rq, nullptr);
+	q.rx_free_.resize(rq);
+	for (uint32_t i = 0; i < rq; i++)
+		q.rx_free_[i] = rq - 1 - i;
+	q.rx_nfree_ = rq;
+	q.ctr_ = qp_counters{};
+	q.ectr_ = efa_counters{};
+	q.post_recvs();
+	nqueues_++;
+	return 0;
+}
+
+void efa_device::destroy_queue(efa_queue &q)
+{
+	if (!q.ready())
+		return;
+	/* The QP first: afterwards the device writes no buffer of ours. */
+	ibv_destroy_qp(q.qp_);
+	ibv_destroy_cq(ibv_cq_ex_to_cq(q.rcq_));
+	ibv_destroy_cq(ibv_cq_ex_to_cq(q.scq_));
+	q.release();
+	nqueues_--;
+}
+
+} // namespace rdgram::efa

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * Hardware suite for drivers/verbs: needs an RDMA device with an active
+ * port (any provider: mlx5, efa, rxe, ...). Without one it exits 77, which
+ * meson reports as SKIP. RDGRAM_VERBS_DEVICE=<name> picks the device.
+ *
+ * NEVER RUN ON HARDWARE YET: the machine this was written on has no RDMA
+ * device (and no rxe/siw). Expect the first run on a real device to find
+ * things out.
+ *
+ * With a device: open it, check the port facts, create two UD QPs (two
+ * verbs_queues), create an AH to the port's own GID, send a burst from one
+ * QP to the other (inline and mbuf payloads, with and without immediate
+ * data), check every payload, src_qp, the GRH flag and the GIDs parsed from
+ * the GRH area; check the AH errno semantics; destroy everything and check
+ * every mbuf came back.
+ */
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rte_cycles.h>
+#include <rte_mempool.h>
+
+#include "eal_env.h"
+#include "verbs_device.h"
+
+using namespace rdgram;
+using namespace rdgram::verbs;
+using rdgram::test::g_rt;
+
+namespace {
+
+std::string wanted_device()
+{
+	const char *e = getenv("RDGRAM_VERBS_DEVICE");
+	return e != nullptr ? e : "";
+}
+
+/* The lowest index of a usable GID (port().gids keeps only RoCEv2 GIDs on
+ * Ethernet, IB GIDs on InfiniBand), or -1. */
+int first_gid(const port_attr &pa)
+{
+	for (size_t i = 0; i < pa.gids.size(); i++)
+		if (!pa.gids[i].is_zero())
+			return int(i);
+	return -1;
+}
+
+struct hw_fixture {
+	verbs_device dev;
+	rte_mempool *mp = nullptr;
+	verbs_queue q[2];
+	bool made[2] = {false, false};
+	bool ok = false;
+
+	hw_fixture()
+	{
+		verbs_config c;
+		c.device = wanted_device();
+		c.qsbr = g_rt->qsbr();
+		c.topology = g_rt->topology();
+		c.max_ah = 1024;
+		int rc = -1;
+		g_rt->ctl().call([&] { rc = dev.open(c); });
+		if (rc != 0) {
+			ADD_FAILURE() << "open: " << dev.error();
+			return;
+		}
+		mp = rte_pktmbuf_pool_create("vhw", 4095, 256, 0,
+					     uint16_t(RTE_PKTMBUF_HEADROOM + wire::grh_len + dev.port().active_mtu),
+					     dev.port().numa_node);
+		if (mp == nullptr) {
+			ADD_FAILURE() << "mempool";
+			return;
+		}
+		for (int i = 0; i < 2; i++) {
+			verbs_queue_config qc;
+			qc.pool = mp;
+			qc.qkey = 0x11111111;
+			qc.sq_depth = 256;
+			qc.rq_depth = 512;
+			g_rt->ctl().call([&] { rc = dev.create_queue(qc, q[i]); });
+			if (rc != 0) {
+				ADD_FAILURE() << "create_queue: " << dev.error();
+				return;
+			}
+			made[i] = true;
+		}
+		ok = true;
+	}
+	~hw_fixture()
+	{
+		g_rt->ctl().call([&] {
+			for (int i = 0; i < 2; i++)
+				if (made[i])
+					dev.destroy_queue(q[i]);
+			dev.close();
+		});
+		if (mp != nullptr) {
+			EXPECT_EQ(rte_mempool_in_use_count(mp), 0u) << "mbufs not returned";
+			rte_mempool_free(mp);
+		}
+	}
+	ibv_ah_attr self_attr() const
+	{
+		const port_attr &pa = dev.port();
+		ibv_ah_attr a{};
+		a.port_num = 1;
+		a.dlid = pa.lid;
+		int gi = first_gid(pa);
+		if (gi >= 0) {
+			a.is_global = 1;
+			a.grh.sgid_index = uint8_t(gi);
+			a.grh.hop_limit = 64;
+			memcpy(a.grh.dgid.raw, pa.gids[size_t(gi)].raw, 16);
+		}
+		return a;
+	}
+	ah_handle create(const ibv_ah_attr &a, int *err)
+	{
+		ah_handle h = ah_null;
+		g_rt->ctl().call([&] { h = dev.create_ah(a, err); });
+		return h;
+	}
+	int destroy(ah_handle h)
+	{
+		int rc = -1;
+		g_rt->ctl().call([&] { rc = dev.destroy_ah(h); });
+		return rc;
+	}
+};
+
+} // namespace
+
+TEST(VerbsHw, PortFacts)
+{
+	hw_fixture f;
+	ASSERT_TRUE(f.ok);
+	const port_attr &pa = f.dev.port();
+	printf("device %s port %u: %s, MTU %u, max_ah %u, P_Key 0x%04x, LID %u, NUMA %d, %zu GID slots, %zu local CPUs\n",
+	       f.dev.name().c_str(), f.dev.port_num(), pa.link == link_layer::ethernet ? "Ethernet" : "InfiniBand",
+	       pa.active_mtu, pa.max_ah, pa.pkey, pa.lid, pa.numa_node, pa.gids.size(), f.dev.local_cpus().size());
+	EXPECT_GE(pa.active_mtu, 256u);
+	EXPECT_LE(pa.active_mtu, 4096u);
+	EXPECT_GT(pa.max_ah, 0u);
+	EXPECT_EQ(pa.gids.size(), f.dev.gid_kinds().size());
+	if (pa.link == link_layer::ethernet) {
+		EXPECT_TRUE(pa.grh_required);
+		EXPECT_GE(first_gid(pa), 0) << "no RoCEv2 GID on this port (an IP address on its netdev?)";
+	}
+	EXPECT_NE(f.q[0].qpn(), f.q[1].qpn());
+	EXPECT_GT(f.q[0].rx_posted(), 0u);
+}
+
+TEST(VerbsHw, AhErrnoSemantics)
+{
+	hw_fixture f;
+	ASSERT_TRUE(f.ok);
+	int err = -1;
+	ibv_ah_attr a = f.self_attr();
+	a.port_num = 2;
+	EXPECT_EQ(f.create(a, &err), ah_null);
+	EXPECT_EQ(err, EINVAL);
+	a = f.self_attr();
+	a.grh.sgid_index = uint8_t(f.dev.port().gids.size() < 256 ? f.dev.port().gids.size() : 255);
+	if (a.is_global && f.dev.port().gids.size() < 256) {
+		EXPECT_EQ(f.create(a, &err), ah_null);
+		EXPECT_EQ(err, EINVAL);
+	}
+	if (f.dev.port().grh_required) {
+		a = f.self_attr();
+		a.is_global = 0;
+		EXPECT_EQ(f.create(a, &err), ah_null);
+		EXPECT_EQ(err, EINVAL);
+	}
+	ah_handle h = f.create(f.self_attr(), &err);
+	ASSERT_EQ(err, 0);
+	EXPECT_EQ(f.dev.live_ahs(), 1u);
+	EXPECT_EQ(f.destroy(h), 0);
+	EXPECT_EQ(f.destroy(h), EINVAL);
+	EXPECT_EQ(f.dev.live_ahs(), 0u);
+}
+
+TEST(VerbsHw, BurstBetweenTwoQpsThroughOwnGid)
+{
+	hw_fixture f;
+	ASSERT_TRUE(f.ok);
+	int err = -1;
+	ah_handle h = f.create(f.self_attr(), &err);
+	ASSERT_EQ(err, 0) << strerror(err);
+
+	/* This thread acts as the poll thread of both queues. */
+	const unsigned n = 64;
+	std::vector<std::vector<uint8_t>> pay(n);
+	std::vector<send_wr> w(n);
+	for (unsigned i = 0; i < n; i++) {
+		pay[i].assign(i % 3 == 0 ? 16 + i : 512 + i, uint8_t(0x40 + i));
+		w[i] = send_wr{h, f.q[1].qpn(), 0x80000000u, nullptr, nullptr, 0, 0, 0};
+		if (i % 2 == 0) {
+			w[i].inline_data = pay[i].data();
+			w[i].inline_len = uint32_t(pay[i].size());
+			w[i].flags = send_inline;
+		} else {
+			rte_mbuf *m = rte_pktmbuf_alloc(f.mp);
+			ASSERT_NE(m, nullptr);
+			memcpy(rte_pktmbuf_append(m, uint16_t(pay[i].size())), pay[i].data(), pay[i].size());
+			w[i].mbuf = m;
+		}
+		if (i % 7 == 0) {
+			w[i].flags |= send_imm;
+			w[i].imm_data = rte_cpu_to_be_32(0x1000 + i);
+		}
+	}
+	unsigned sent = 0;
+	const uint64_t deadline = rte_get_tsc_cycles() + 2 * rte_get_tsc_hz();
+	while (sent < n && rte_get_tsc_cycles() < deadline) {
+		sent += f.q[0].tx_burst(w.data() + sent, uint16_t(n - sent));
+		f.q[0].tx_flush();
+	}
+	ASSERT_EQ(sent, n);
+	EXPECT_EQ(f.q[0].counters().tx_drops(), 0u);
+
+	std::vector<recv_wc> got;
+	recv_wc wc[32];
+	while (got.size() < n && rte_get_tsc_cycles() < deadline) {
+		uint16_t k = f.q[1].rx_burst(wc, 32);
+		got.insert(got.end(), wc, wc + k);
+		f.q[0].tx_flush();
+	}
+	ASSERT_EQ(got.size(), n) << "lost datagrams; rx_wc_errors " << f.q[1].verbs_stats().rx_wc_errors
+				 << ", tx_wc_errors " << f.q[0].verbs_stats().tx_wc_errors;
+	const port_attr &pa = f.dev.port();
+	for (unsigned i = 0; i < n; i++) {
+		/* UD over one port between two QPs: delivered in order. */
+		const recv_wc &r = got[i];
+		EXPECT_EQ(r.byte_len, wire::grh_len + pay[i].size()) << i;
+		EXPECT_EQ(memcmp(rte_pktmbuf_mtod_offset(r.mbuf, void *, wire::grh_len), pay[i].data(), pay[i].size()), 0)
+			<< i;
+		EXPECT_EQ(r.src_qp, f.q[0].qpn());
+		EXPECT_EQ(r.qp_num, f.q[1].qpn());
+		EXPECT_EQ((r.wc_flags & wc_with_imm) != 0, i % 7 == 0) << i;
+		if (i % 7 == 0) {
+			EXPECT_EQ(r.imm_data, rte_cpu_to_be_32(0x1000 + i));
+		}
+		if (const int gi = first_gid(pa); gi >= 0) {
+			/* The AH carried a GRH (is_global): the receive has one. */
+			EXPECT_TRUE(r.wc_flags & wc_grh) << i;
+			EXPECT_EQ(r.sgid, pa.gids[size_t(gi)]) << i;
+			EXPECT_EQ(r.dgid, pa.gids[size_t(gi)]) << i;
+		}
+		rte_pktmbuf_free(r.mbuf);
+	}
+	for (int spin = 0; spin < 100000 && f.q[0].tx_outstanding() >= f.q[0].parts().tx.signal_every; spin++)
+		f.q[0].tx_flush();
+	EXPECT_EQ(f.destroy(h), 0);
+}
+
+int main(int argc, char **argv)
+{
+	/* Skip before starting the EAL: nothing to test without a device. */
+	std::string name, why;
+	uint8_t port = 0;
+	if (!find_active_port(wanted_device(), &name, &port, &why)) {
+		printf("SKIP: %s\n", why.c_str());
+		return 77;
+	}
+	printf("verbs hardware suite on %s port %u (this suite has not been run on hardware before; "
+	       "report what it finds)\n",
+	       name.c_str(), port);
+	::testing::InitGoogleTest(&argc, argv);
+	::testing::AddGlobalTestEnvironment(new rdgram::test::eal_environment);
+	return RUN_ALL_TESTS();
+}
