@@ -22,6 +22,8 @@ The values match the harnesses:
   fuzz_ah_from_wc: 40-byte GRH area, then FuzzedDataProvider bytes (integers
     are taken from the END of the data, byte strings from the front).
   fuzz_config: TOML text (the shipped config/*.toml are copied in).
+  fuzz_mlx5_cqe: [flags][split][40-byte GRH area][CQE64 ...], QP 0x000abc
+    (`gen_corpus.py mlx5_cqe` rewrites only that corpus).
 """
 
 import os
@@ -373,6 +375,74 @@ mac = "02:aa:bb:cc:dd:ee"
 }
 
 
+# fuzz_mlx5_cqe: [flags][split][40-byte GRH area][CQE64 ...] (see the
+# harness). Offsets in the CQE64 are mlx5dv.h's struct mlx5_cqe64 /
+# mlx5_err_cqe. The harness's QP is 0x000abc; RQ 8, receive CQ 16, send CQ 16.
+MLX5_QPN = 0x000ABC
+
+
+def cqe64(op, owner=0, byte_cnt=0, src_qp=0x123, grh=0, l3_sl=0, slid=0,
+          imm=0, qpn=MLX5_QPN, wqe_counter=0, se=0, fmt=0, syndrome=0):
+    c = bytearray(64)
+    struct.pack_into(">H", c, 22, slid)
+    struct.pack_into(">I", c, 24, (grh & 3) << 28 | (l3_sl & 0xF) << 24 | src_qp)
+    struct.pack_into(">I", c, 36, imm)
+    struct.pack_into(">I", c, 44, byte_cnt)
+    struct.pack_into(">I", c, 56, qpn)
+    struct.pack_into(">H", c, 60, wqe_counter)
+    c[55] = syndrome
+    c[63] = op << 4 | (fmt & 3) << 2 | (se & 1) << 1 | (owner & 1)
+    return bytes(c)
+
+
+def mlx5_input(cqes, split=None, roce=True, nsend=0, second_lap=False, area=None):
+    flags = (1 if roce else 0) | (nsend & 7) << 1 | (0x10 if second_lap else 0)
+    if split is None:
+        split = len(cqes)
+    if area is None:
+        area = bytes(40)
+    return bytes([flags, split]) + area + b"".join(cqes)
+
+
+def mlx5_cqe_seeds():
+    v4 = bytes(20) + raw(IP(src="10.0.0.2", dst="10.0.0.1", ttl=64, tos=0x68,
+                            proto=17, len=20 + 8 + 12 + 8 + 64 + 4))
+    v6 = raw(IPv6(src="fd00::2", dst="fd00::1", hlim=64, tc=0x68, fl=0x12345,
+                  nh=17, plen=8 + 12 + 8 + 4 + 64 + 4))[:40]
+    ibgrh = bytes([0x60, 0, 0, 0, 0, 90, 0x1B, 64]) + bytes(range(32))
+    S, SI, ERR = 2, 3, 14
+    ok = lambda i, **k: cqe64(S, byte_cnt=40 + 64, grh=1, l3_sl=2, wqe_counter=i, **k)
+    seeds = {
+        "roce_v4_one": mlx5_input([ok(0)], area=v4),
+        "roce_v6_imm_se": mlx5_input([cqe64(SI, byte_cnt=40 + 64, grh=1, l3_sl=1, imm=0xDEADBEEF,
+                                            se=1)], area=v6),
+        "roce_burst_8": mlx5_input([ok(i) for i in range(8)], area=v4),
+        "roce_rq_underrun": mlx5_input([ok(i) for i in range(10)], area=v4),
+        "roce_full_ring": mlx5_input([ok(i) for i in range(16)], area=v4),
+        "ib_lid_only": mlx5_input([cqe64(S, byte_cnt=40 + 16, l3_sl=5, slid=0x17)], roce=False),
+        "ib_grh": mlx5_input([cqe64(SI, byte_cnt=40 + 90, grh=1, l3_sl=3, slid=0x17, imm=7)],
+                             roce=False, area=ibgrh),
+        "resp_err": mlx5_input([cqe64(ERR, syndrome=0x01), ok(1)], area=v4),
+        "bad_len_short": mlx5_input([cqe64(S, byte_cnt=39)], area=v4),
+        "bad_len_long": mlx5_input([cqe64(S, byte_cnt=0x7FFFFFFF)], area=v4),
+        "scatter32": mlx5_input([cqe64(S, byte_cnt=40 + 8, fmt=1)], area=v4),
+        "compressed": mlx5_input([cqe64(S, byte_cnt=100, fmt=3)], area=v4),
+        "req_on_rcq": mlx5_input([cqe64(0), cqe64(13), cqe64(9), ok(0)], area=v4),
+        "invalid_stops": mlx5_input([ok(0), cqe64(15), ok(1)], area=v4),
+        "owner_stops": mlx5_input([ok(0), ok(1, owner=1)], area=v4),
+        "second_lap": mlx5_input([ok(i, owner=1) for i in range(4)], second_lap=True, area=v4),
+        "v4_bad_csum": mlx5_input([ok(0)], area=v4[:30] + b"\xff\xff" + v4[32:]),
+        "send_cq_req": mlx5_input([cqe64(0, wqe_counter=2), cqe64(0, wqe_counter=6)],
+                                  split=0, nsend=4),
+        "send_cq_err": mlx5_input([cqe64(13, wqe_counter=4, syndrome=0x02)], split=0, nsend=4),
+        "send_cq_stray": mlx5_input([cqe64(0, wqe_counter=1), cqe64(0, wqe_counter=100),
+                                     cqe64(S)], split=0, nsend=3),
+        "both_cqs": mlx5_input([ok(0), ok(1), cqe64(0, wqe_counter=0)], split=2, nsend=1,
+                               area=v4),
+    }
+    return seeds
+
+
 def write(target, seeds):
     d = os.path.join(HERE, "corpus", target)
     if os.path.isdir(d):
@@ -387,6 +457,11 @@ def write(target, seeds):
 
 
 def main():
+    # gen_corpus.py mlx5_cqe: only that corpus.
+    if sys.argv[1:] == ["mlx5_cqe"]:
+        write("mlx5_cqe", mlx5_cqe_seeds())
+        return 0
+    write("mlx5_cqe", mlx5_cqe_seeds())
     write("roce_rx", roce_rx_seeds())
     write("neigh", neigh_seeds())
     write("ah_from_wc", ah_seeds())

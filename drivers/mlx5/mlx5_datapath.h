@@ -1,0 +1,733 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * drivers/mlx5 data path: UD sends written straight into the SQ ring and
+ * CQE64s parsed straight from the CQ rings (mlx5 direct verbs). Everything
+ * a poll thread runs per packet is in this file, inline.
+ *
+ * Send (one WQE per datagram, rdma-core providers/mlx5/qp.c
+ * _mlx5_post_send for IBV_QPT_UD is the reference):
+ *   ctrl seg (16)  opcode SEND / SEND_IMM, WQE index, QPN, DS count,
+ *                  fm_ce_se (CQ_UPDATE one in N, SOLICITED), immediate
+ *   datagram (48)  the AH's AV from the NUMA-local AH table replica, with
+ *                  key.qkey and dqp_dct = remote QPN | MLX5_EXTENDED_UD_AV;
+ *                  or the compact 16-byte AV (no extended bit) for an AH
+ *                  without a GRH when the device supports it
+ *   inline (4+n)   byte_count = n | MLX5_INLINE_SEG, data, zero pad to 16
+ *   or data (16)   byte_count, lkey of the mempool's memory region, address
+ * in 64-byte basic blocks of a power-of-two ring; a WQE that runs past the
+ * ring's end continues at its start. Per burst one doorbell: the doorbell
+ * record, then a BlueFlame copy of the burst's last WQE when it fits the
+ * BlueFlame buffer (otherwise its first 8 bytes as the doorbell), with the
+ * barriers of mlx5_ring.h. rdma-core uses BlueFlame only for one-WQE posts;
+ * for a burst the copied WQE is its last one, whose index covers the rest,
+ * as DPDK's mlx5 PMD rings with the last WQE of a burst.
+ *
+ * TX completions: one WQE in signal_every (and optionally the last of each
+ * burst) asks for a CQE; a requester CQE's wqe_counter covers every WQE up
+ * to it, whose mbufs go back to their pool.
+ *
+ * Receive: a cyclic RQ of one data segment per WQE, refilled in batches
+ * with one doorbell-record update; responder CQE64s decoded by parse_cqe
+ * (mlx5_ring.h) into recv_wc with verbs' layout (40-byte GRH area, then
+ * the payload). A byte count the CQE reports beyond the posted buffer is
+ * never trusted: the buffer is dropped and counted.
+ */
+#ifndef RDGRAM_MLX5_DATAPATH_H
+#define RDGRAM_MLX5_DATAPATH_H
+
+#include <cerrno>
+#include <cstring>
+
+#include <rte_branch_prediction.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "mlx5_av.h"
+#include "mlx5_ring.h"
+#include "rdgram/ah_from_wc.h"
+#include "rdgram/ah_table.h"
+#include "rdgram/stats.h"
+#include "rdgram/ud.h"
+
+namespace rdgram::mlx5 {
+
+/* Counters of this driver beyond qp_counters (stats.h): drops first, each
+ * with a name (X-macro, as stats.h), then events that are not drops. */
+#define RDGRAM_MLX5_DROPS(X)                                                             \
+	X(tx_inline_too_long, "inline send longer than the QP's max_inline_data")       \
+	X(tx_cqe_err, "requester error CQE (MLX5_CQE_REQ_ERR); its WQEs' mbufs freed")  \
+	X(rx_cqe_err, "responder error CQE (MLX5_CQE_RESP_ERR); buffer back to its pool") \
+	X(rx_cqe_bad_len, "CQE byte_cnt beyond the posted buffer or under the GRH area") \
+	X(rx_cqe_scatter, "responder CQE with data scattered to the CQE (not enabled)") \
+	X(rx_cqe_unexpected, "CQE of an opcode or format this queue never asks for")     \
+	X(rx_cqe_no_wqe, "responder CQE with no receive WQE outstanding")               \
+	X(tx_cqe_stray, "requester CQE whose WQE index is not outstanding")
+
+struct mlx5_counters {
+#define X(name, desc) uint64_t name;
+	RDGRAM_MLX5_DROPS(X)
+#undef X
+	uint64_t doorbells;       /* SQ doorbells rung (one per burst) */
+	uint64_t bf_copies;       /* of which BlueFlame copies */
+	uint64_t tx_cqes;         /* requester CQEs (MLX5_CQE_REQ) */
+	uint64_t rq_doorbells;    /* RQ doorbell-record updates (refill batches) */
+	uint64_t rq_no_mbuf;      /* refills cut short: mempool empty */
+	uint64_t rx_wqe_mismatch; /* responder CQE wqe_counter not the RQ tail */
+	uint64_t rx_grh_unparsed; /* GRH area not IPv4/IPv6/IB GRH: GIDs left 0 */
+
+	template <class F> void for_each(F &&f) const
+	{
+#define X(name, desc) f(#name, desc, name);
+		RDGRAM_MLX5_DROPS(X)
+#undef X
+		f("doorbells", "SQ doorbells rung", doorbells);
+		f("bf_copies", "SQ doorbells that were BlueFlame copies", bf_copies);
+		f("tx_cqes", "requester CQEs", tx_cqes);
+		f("rq_doorbells", "RQ doorbell-record updates", rq_doorbells);
+		f("rq_no_mbuf", "RQ refills cut short: mempool empty", rq_no_mbuf);
+		f("rx_wqe_mismatch", "responder CQE wqe_counter differs from the RQ tail", rx_wqe_mismatch);
+		f("rx_grh_unparsed", "GRH area of unknown layout: GIDs left zero", rx_grh_unparsed);
+	}
+};
+
+/*
+ * Memory regions of the mempools the queue sends from and receives into:
+ * [start, end) -> lkey, one per mempool memory chunk (ibv_reg_mr on
+ * hardware). Lookup checks the last hit first: mbufs of one pool are
+ * usually in one chunk.
+ * (NOT multi-thread safe: one per queue.)
+ */
+class mr_table {
+public:
+	static constexpr unsigned max_regions = 64;
+	int add(uintptr_t start, size_t len, uint32_t lkey)
+	{
+		if (n_ == max_regions)
+			return ENOSPC;
+		r_[n_++] = region{start, start + len, lkey};
+		return 0;
+	}
+	void clear() { n_ = last_ = 0; }
+	unsigned size() const { return n_; }
+	/* The lkey covering [a, a + len), or false. */
+	bool lookup(uintptr_t a, uint32_t len, uint32_t *lkey)
+	{
+		if (likely(last_ < n_ && a >= r_[last_].start && a + len <= r_[last_].end)) {
+			*lkey = r_[last_].lkey;
+			return true;
+		}
+		for (unsigned i = 0; i < n_; i++)
+			if (a >= r_[i].start && a + len <= r_[i].end) {
+				last_ = i;
+				*lkey = r_[i].lkey;
+				return true;
+			}
+		return false;
+	}
+
+private:
+	struct region {
+		uintptr_t start, end;
+		uint32_t lkey;
+	};
+	region r_[max_regions]{};
+	unsigned n_ = 0, last_ = 0;
+};
+
+/* Per-queue settings (setup). */
+struct queue_config {
+	uint32_t qkey = 0;            /* the QP's Q_Key */
+	bool roce = true;             /* Ethernet port: CQE 27:24 is the L3 type */
+	uint32_t mtu = 4096;          /* path MTU: largest UD payload */
+	uint32_t max_inline = 0;      /* the QP's cap.max_inline_data */
+	uint32_t signal_every = 64;   /* CQ_UPDATE on one WQE in this many */
+	bool signal_last = false;     /* also on the last WQE of every burst */
+	bool compact_av = false;      /* device supports the 16-byte AV */
+	bool use_bf = true;           /* BlueFlame copy when the WQE fits */
+	uint32_t rx_buf_len = 0;      /* bytes posted per receive (0: data room) */
+	uint32_t rq_refill_batch = 32; /* refill when this many RQ slots are free */
+	int socket = SOCKET_ID_ANY;   /* NUMA node of the poll thread */
+};
+
+/*
+ * One UD QP on an mlx5 device: the ud_driver policy.
+ * (NOT multi-thread safe: owned by one poll thread.)
+ */
+class mlx5_queue {
+public:
+	static constexpr unsigned max_burst = 32;
+	/* Requester CQEs reaped per tx_burst / tx_flush. */
+	static constexpr unsigned tx_cqe_budget = 64;
+
+	mlx5_queue() = default;
+	mlx5_queue(const mlx5_queue &) = delete;
+	mlx5_queue &operator=(const mlx5_queue &) = delete;
+	~mlx5_queue() { detach(); }
+
+	/* Binds the queue to its rings (setup, control path). mp: receive
+	 * buffers; mrs: the lkeys of every mempool it sends from or receives
+	 * into; ahs: the AH table (this thread's NUMA replica is used).
+	 * Returns 0, EINVAL (rings not as this driver needs them: power-of-two
+	 * counts, 64-byte stride and CQEs, one RQ entry at least 16 bytes, no
+	 * doorbell register, an inline limit whose WQE DS cannot express, a
+	 * signal interval that could let an all-unsignalled window fill the
+	 * SQ), ENOMEM. */
+	int attach(const rings &r, const queue_config &c, rte_mempool *mp, const mr_table &mrs,
+		   const ah_table<mlx5_av> *ahs)
+	{
+		detach();
+		auto pow2 = [](uint32_t v) { return v != 0 && (v & (v - 1)) == 0; };
+		if (r.sq_buf == nullptr || r.rq_buf == nullptr || r.dbrec == nullptr ||
+		    !pow2(r.sq_wqe_cnt) || !pow2(r.rq_wqe_cnt) || r.sq_stride != wqe_bb ||
+		    r.rq_stride < sizeof(mlx5_wqe_data_seg) || r.rq_stride % sizeof(mlx5_wqe_data_seg) ||
+		    !pow2(r.scq.cqe_cnt) || !pow2(r.rcq.cqe_cnt) || r.scq.cqe_size != 64 ||
+		    r.rcq.cqe_size != 64 || r.scq.dbrec == nullptr || r.rcq.dbrec == nullptr ||
+		    r.bf_reg == nullptr || mp == nullptr || c.signal_every == 0)
+			return EINVAL;
+		const uint32_t wqe_max = 16 + 48 + align16(4 + c.max_inline);
+		/* DS is a 6-bit count of 16-byte units (qpn_ds 5:0). */
+		if (wqe_max > 63 * ds_unit)
+			return EINVAL;
+		max_bbs_ = (wqe_max + wqe_bb - 1) / wqe_bb;
+		if (max_bbs_ < 2)
+			max_bbs_ = 2; /* ctrl + AV fill one block; the data seg needs a second */
+		/* At most signal_every - 1 unsignalled WQEs follow the last
+		 * signalled one: a full SQ must still hold a signalled WQE,
+		 * whose completion frees room. */
+		if (uint64_t(c.signal_every) * max_bbs_ >= r.sq_wqe_cnt)
+			return EINVAL;
+		r_ = r;
+		c_ = c;
+		mp_ = mp;
+		mrs_ = mrs;
+		ahs_ = ahs != nullptr ? ahs->for_socket(c.socket) : ah_table<mlx5_av>::view{};
+		const uint32_t room = rte_pktmbuf_data_room_size(mp) - RTE_PKTMBUF_HEADROOM;
+		rx_len_ = c.rx_buf_len != 0 && c.rx_buf_len < room ? c.rx_buf_len : room;
+		if (rx_len_ < grh_len)
+			return EINVAL;
+		sq_mbuf_ = static_cast<rte_mbuf **>(
+			rte_zmalloc_socket("mlx5_sq", sizeof(rte_mbuf *) * r.sq_wqe_cnt, 64, c.socket));
+		sq_bbs_ = static_cast<uint8_t *>(rte_zmalloc_socket("mlx5_sqb", r.sq_wqe_cnt, 64, c.socket));
+		rq_mbuf_ = static_cast<rte_mbuf **>(
+			rte_zmalloc_socket("mlx5_rq", sizeof(rte_mbuf *) * r.rq_wqe_cnt, 64, c.socket));
+		if (sq_mbuf_ == nullptr || sq_bbs_ == nullptr || rq_mbuf_ == nullptr) {
+			detach();
+			return ENOMEM;
+		}
+		sq_end_ = r.sq_buf + size_t(r.sq_wqe_cnt) * wqe_bb;
+		sq_pi_ = sq_ci_ = 0;
+		rq_pi_ = rq_ci_ = 0;
+		scq_ci_ = rcq_ci_ = 0;
+		bf_off_ = 0;
+		since_signal_ = 0;
+		ctr_ = {};
+		xc_ = {};
+		return 0;
+	}
+
+	/* Frees every mbuf the rings still hold (after the QP is destroyed or
+	 * reset on hardware; the model stops reading). (Control path.) */
+	void detach()
+	{
+		if (sq_mbuf_ != nullptr) {
+			for (uint32_t i = 0; i < r_.sq_wqe_cnt; i++)
+				if (sq_mbuf_[i] != nullptr)
+					rte_pktmbuf_free(sq_mbuf_[i]);
+		}
+		if (rq_mbuf_ != nullptr) {
+			for (uint32_t i = 0; i < r_.rq_wqe_cnt; i++)
+				if (rq_mbuf_[i] != nullptr)
+					rte_pktmbuf_free(rq_mbuf_[i]);
+		}
+		rte_free(sq_mbuf_);
+		rte_free(sq_bbs_);
+		rte_free(rq_mbuf_);
+		sq_mbuf_ = nullptr;
+		sq_bbs_ = nullptr;
+		rq_mbuf_ = nullptr;
+	}
+
+	const qp_counters &counters() const { return ctr_; }
+	const mlx5_counters &mlx5_stats() const { return xc_; }
+	uint32_t qpn() const { return r_.qpn; }
+	rte_mempool *mempool() const { return mp_; }
+	/* WQE basic blocks posted and not yet known complete. */
+	uint32_t sq_outstanding() const { return sq_pi_ - sq_ci_; }
+	/* Receive WQEs posted and not yet completed. */
+	uint32_t rq_posted() const { return rq_pi_ - rq_ci_; }
+	/* Largest WQE of this queue in basic blocks. */
+	uint32_t max_wqe_bbs() const { return max_bbs_; }
+	uint32_t rx_buf_len() const { return rx_len_; }
+
+	/* Nothing is held back in software: every accepted WR is in the SQ
+	 * and the doorbell rang with its burst. */
+	unsigned tx_pending() const { return 0; }
+
+	/* Reaps requester completions (frees sent mbufs). */
+	void tx_flush() { reap_tx(tx_cqe_budget); }
+
+	/* Fills every free RQ slot (one doorbell-record update). */
+	void post_recvs() { refill(); }
+
+	/*
+	 * Accepts up to n send WRs; returns how many it took (the caller keeps
+	 * the rest: the SQ had no room for the next one). An accepted WR that
+	 * cannot be sent (stale AH, payload over the MTU or the inline limit,
+	 * chained mbuf or one outside every registered region) is dropped and
+	 * counted, its mbuf freed. One doorbell for the burst.
+	 */
+	uint16_t tx_burst(send_wr *wrs, uint16_t n)
+	{
+		if (n > max_burst)
+			n = max_burst;
+		/* One owner-bit read when nothing completed. */
+		reap_tx(tx_cqe_budget);
+		uint8_t *last = nullptr;
+		uint32_t last_bbs = 0;
+		uint16_t i = 0;
+		for (; i < n; i++) {
+			send_wr &wr = wrs[i];
+			const mlx5_av *av = ahs_.lookup(wr.ah);
+			if (unlikely(av == nullptr)) {
+				ctr_.tx_stale_ah++;
+				drop_wr(wr);
+				continue;
+			}
+			const bool inl = (wr.flags & send_inline) != 0;
+			uint32_t len;
+			uint32_t lkey = 0;
+			uintptr_t addr = 0;
+			if (inl) {
+				len = wr.inline_len;
+				if (unlikely(len > c_.max_inline)) {
+					xc_.tx_inline_too_long++;
+					continue;
+				}
+			} else {
+				rte_mbuf *m = wr.mbuf;
+				len = m->data_len;
+				addr = rte_pktmbuf_mtod(m, uintptr_t);
+				if (unlikely(m->nb_segs != 1 || !mrs_.lookup(addr, len, &lkey))) {
+					ctr_.tx_bad_mbuf++;
+					drop_wr(wr);
+					continue;
+				}
+			}
+			if (unlikely(len > c_.mtu)) {
+				ctr_.tx_too_long++;
+				drop_wr(wr);
+				continue;
+			}
+			const bool compact = c_.compact_av && !av->global;
+			const uint32_t size = 16 + (compact ? compact_av_len : 48) +
+					      (inl ? align16(4 + len) : 16);
+			const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
+			if (unlikely(sq_free() < bbs)) {
+				ctr_.tx_port_full++;
+				break; /* this WR and the rest stay with the caller */
+			}
+			const bool sig = ++since_signal_ >= c_.signal_every;
+			if (sig)
+				since_signal_ = 0;
+			last = write_wqe(wr, *av, compact, inl, len, lkey, addr, sig, size / ds_unit);
+			last_bbs = bbs;
+			const uint32_t idx = sq_pi_ & (r_.sq_wqe_cnt - 1);
+			sq_mbuf_[idx] = inl ? nullptr : wr.mbuf;
+			sq_bbs_[idx] = uint8_t(bbs);
+			sq_pi_ += bbs;
+			ctr_.tx_pkts++;
+			ctr_.tx_bytes += len;
+		}
+		if (last != nullptr) {
+			/* signal_last: the burst's last posted WQE asks for a
+			 * CQE too, so nothing sent waits for a later burst. */
+			auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(last);
+			if (c_.signal_last && !(cs->fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE)) {
+				cs->fm_ce_se |= MLX5_WQE_CTRL_CQ_UPDATE;
+				since_signal_ = 0;
+			}
+			ring_sq(last, last_bbs);
+		}
+		return i;
+	}
+
+	/* Receives up to n completions. Every responder CQE is delivered or
+	 * dropped under one counter; the RQ is refilled in batches. */
+	uint16_t rx_burst(recv_wc *wcs, uint16_t n)
+	{
+		if (n > max_burst)
+			n = max_burst;
+		uint16_t out = 0;
+		uint32_t polled = 0;
+		const uint32_t cnt = r_.rcq.cqe_cnt;
+		/* Bounded by the ring: a CQE is looked at once per call. */
+		while (out < n && polled < cnt) {
+			auto *cqe = reinterpret_cast<const mlx5_cqe64 *>(
+				r_.rcq.buf + size_t(rcq_ci_ & (cnt - 1)) * 64);
+			if (!cqe_sw_owned(cqe, rcq_ci_, cnt))
+				break;
+			cqe_owner_before_fields();
+			rcq_ci_++;
+			polled++;
+			if (likely(rx_one(*cqe, wcs[out])))
+				out++;
+		}
+		if (polled != 0) {
+			cqe_reads_before_ci();
+			store_be32(&r_.rcq.dbrec[cq_set_ci], rcq_ci_ & cq_ci_mask);
+		}
+		if (r_.rq_wqe_cnt - (rq_pi_ - rq_ci_) >= c_.rq_refill_batch)
+			refill();
+		return out;
+	}
+
+	/* The SQ basic block of counter pi, and the SQ counter (tests read
+	 * posted WQEs back). */
+	const uint8_t *sq_block(uint32_t pi) const
+	{
+		return r_.sq_buf + size_t(pi & (r_.sq_wqe_cnt - 1)) * wqe_bb;
+	}
+	uint32_t sq_head() const { return sq_pi_; }
+
+private:
+	static uint32_t align16(uint32_t v) { return (v + 15) & ~15u; }
+	uint32_t sq_free() const { return r_.sq_wqe_cnt - (sq_pi_ - sq_ci_); }
+
+	void drop_wr(send_wr &wr)
+	{
+		if (!(wr.flags & send_inline) && wr.mbuf != nullptr)
+			rte_pktmbuf_free(wr.mbuf);
+	}
+
+	/* Writes one WQE at sq_pi_; returns its control segment. */
+	uint8_t *write_wqe(const send_wr &wr, const mlx5_av &av, bool compact, bool inl, uint32_t len,
+			   uint32_t lkey, uintptr_t addr, bool sig, uint32_t ds)
+	{
+		const uint32_t pi = sq_pi_;
+		uint8_t *ctrl = r_.sq_buf + size_t(pi & (r_.sq_wqe_cnt - 1)) * wqe_bb;
+		/* A Q_Key with the high bit set means the QP's own (IBA 10.2.5);
+		 * substituted here so the WQE always carries the key used. */
+		const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? c_.qkey : wr.remote_qkey;
+
+		/* Datagram segment: the AV, then the per-WR key and QPN. The
+		 * AV ends exactly at the block's end (16 + 48). */
+		auto *dg = reinterpret_cast<mlx5_wqe_datagram_seg *>(ctrl + sizeof(mlx5_wqe_ctrl_seg));
+		uint8_t *seg;
+		if (compact) {
+			memcpy(dg, &av.wqe, compact_av_len);
+			dg->av.dqp_dct = htobe32(wr.remote_qpn & cqe_src_qp_mask);
+			seg = ctrl + 16 + compact_av_len;
+		} else {
+			memcpy(dg, &av.wqe, sizeof(av.wqe));
+			dg->av.dqp_dct = htobe32((wr.remote_qpn & cqe_src_qp_mask) | MLX5_EXTENDED_UD_AV);
+			seg = ctrl + wqe_bb;
+			if (seg == sq_end_)
+				seg = r_.sq_buf;
+		}
+		dg->av.key.qkey.qkey = htobe32(qkey);
+		dg->av.key.qkey.reserved = 0;
+
+		if (inl) {
+			const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
+			memcpy(seg, &hdr, 4);
+			/* Data and zero padding up to the 16-byte unit, split
+			 * where the ring ends. */
+			const uint32_t total = align16(4 + len) - 4;
+			copy_wrapped(seg + 4, static_cast<const uint8_t *>(wr.inline_data), len, total);
+		} else {
+			auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(seg);
+			d->byte_count = htobe32(len);
+			d->lkey = htobe32(lkey);
+			d->addr = htobe64(uint64_t(addr));
+		}
+
+		auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(ctrl);
+		const uint8_t opcode = (wr.flags & send_imm) ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND;
+		cs->opmod_idx_opcode = htobe32((pi & 0xffff) << 8 | opcode);
+		cs->qpn_ds = htobe32(r_.qpn << 8 | ds);
+		cs->signature = 0;
+		cs->dci_stream_channel_id = 0;
+		cs->fm_ce_se = uint8_t((sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+				       ((wr.flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0));
+		cs->imm = (wr.flags & send_imm) ? wr.imm_data : 0;
+		return ctrl;
+	}
+
+	/* Copies len bytes to dst and zeroes up to total, continuing at the
+	 * ring's start when dst reaches its end. */
+	void copy_wrapped(uint8_t *dst, const uint8_t *src, uint32_t len, uint32_t total)
+	{
+		const uint32_t first = uint32_t(sq_end_ - dst);
+		/* The part before the ring's end, then the rest at its start;
+		 * len 0 copies nothing (src may then be null). */
+		const uint32_t a = len < first ? len : first;
+		if (a != 0)
+			memcpy(dst, src, a);
+		if (len > a)
+			memcpy(r_.sq_buf, src + a, len - a);
+		/* Zero padding from len to total, split the same way. */
+		if (total <= first) {
+			memset(dst + len, 0, total - len);
+		} else if (len < first) {
+			memset(dst + len, 0, first - len);
+			memset(r_.sq_buf, 0, total - first);
+		} else {
+			memset(r_.sq_buf + (len - first), 0, total - len);
+		}
+	}
+
+	/* One doorbell for everything posted since the last (post_send_db). */
+	void ring_sq(const uint8_t *ctrl, uint32_t bbs)
+	{
+		wqes_before_sq_dbrec();
+		store_be32(&r_.dbrec[MLX5_SND_DBR], sq_pi_ & 0xffff);
+		sq_dbrec_before_doorbell();
+		auto *dst = reinterpret_cast<volatile uint64_t *>(r_.bf_reg + bf_off_);
+		if (c_.use_bf && r_.bf_size != 0 && bbs * wqe_bb <= r_.bf_size) {
+			/* 8-byte stores in address order (mlx5_bf_copy avoids
+			 * memcpy for the same reason: string moves do not keep
+			 * the order); the source wraps with the ring. */
+			const uint8_t *src = ctrl;
+			for (uint32_t b = 0; b < bbs; b++) {
+				const auto *s = reinterpret_cast<const uint64_t *>(src);
+				for (unsigned w = 0; w < wqe_bb / 8; w++)
+					dst[b * 8 + w] = s[w];
+				src += wqe_bb;
+				if (src == sq_end_)
+					src = r_.sq_buf;
+			}
+			xc_.bf_copies++;
+		} else {
+			*dst = *reinterpret_cast<const uint64_t *>(ctrl);
+		}
+		flush_doorbell();
+		bf_off_ ^= r_.bf_size;
+		xc_.doorbells++;
+	}
+
+	/* Requester CQEs: free the mbufs of every WQE up to the one each
+	 * reports. */
+	void reap_tx(unsigned budget)
+	{
+		const uint32_t cnt = r_.scq.cqe_cnt;
+		unsigned polled = 0;
+		while (polled < budget) {
+			auto *cqe = reinterpret_cast<const mlx5_cqe64 *>(
+				r_.scq.buf + size_t(scq_ci_ & (cnt - 1)) * 64);
+			if (!cqe_sw_owned(cqe, scq_ci_, cnt))
+				break;
+			cqe_owner_before_fields();
+			scq_ci_++;
+			polled++;
+			cqe_fields f;
+			const cqe_class k = parse_cqe(*cqe, &f);
+			if (k == cqe_class::req)
+				xc_.tx_cqes++;
+			else if (k == cqe_class::req_err)
+				xc_.tx_cqe_err++;
+			else {
+				xc_.rx_cqe_unexpected++;
+				continue;
+			}
+			complete_to(f.wqe_counter);
+		}
+		if (polled != 0) {
+			cqe_reads_before_ci();
+			store_be32(&r_.scq.dbrec[cq_set_ci], scq_ci_ & cq_ci_mask);
+		}
+	}
+
+	/* Retires the outstanding WQEs up to and including the one whose
+	 * 16-bit index is wc. */
+	void complete_to(uint16_t wc)
+	{
+		const uint32_t out = sq_pi_ - sq_ci_;
+		if (unlikely(uint16_t(wc - uint16_t(sq_ci_)) >= out)) {
+			xc_.tx_cqe_stray++;
+			return;
+		}
+		for (;;) {
+			const uint32_t idx = sq_ci_ & (r_.sq_wqe_cnt - 1);
+			const bool last = uint16_t(sq_ci_) == wc;
+			if (sq_mbuf_[idx] != nullptr) {
+				rte_pktmbuf_free(sq_mbuf_[idx]);
+				sq_mbuf_[idx] = nullptr;
+			}
+			const uint32_t b = sq_bbs_[idx];
+			if (unlikely(b == 0)) {
+				/* WQE index not at a WQE start: stop, count. */
+				xc_.tx_cqe_stray++;
+				return;
+			}
+			sq_bbs_[idx] = 0;
+			sq_ci_ += b;
+			if (last || sq_ci_ == sq_pi_)
+				return;
+		}
+	}
+
+	/* One responder-CQ entry; true when wc was filled. */
+	bool rx_one(const mlx5_cqe64 &cqe, recv_wc &wc)
+	{
+		cqe_fields f;
+		const cqe_class k = parse_cqe(cqe, &f);
+		if (unlikely(k != cqe_class::recv && k != cqe_class::resp_err &&
+			     k != cqe_class::inline_scatter)) {
+			xc_.rx_cqe_unexpected++;
+			return false;
+		}
+		/* A responder CQE consumes the RQ's oldest WQE (UD RQs complete
+		 * in order). */
+		if (unlikely(rq_ci_ == rq_pi_)) {
+			xc_.rx_cqe_no_wqe++;
+			return false;
+		}
+		const uint32_t idx = rq_ci_ & (r_.rq_wqe_cnt - 1);
+		if (unlikely(f.wqe_counter != uint16_t(rq_ci_)))
+			xc_.rx_wqe_mismatch++;
+		rte_mbuf *m = rq_mbuf_[idx];
+		rq_mbuf_[idx] = nullptr;
+		rq_ci_++;
+		if (unlikely(k != cqe_class::recv)) {
+			if (k == cqe_class::resp_err)
+				xc_.rx_cqe_err++;
+			else
+				xc_.rx_cqe_scatter++;
+			rte_pktmbuf_free(m);
+			return false;
+		}
+		if (unlikely(f.byte_cnt > rx_len_ || f.byte_cnt < grh_len)) {
+			xc_.rx_cqe_bad_len++;
+			rte_pktmbuf_free(m);
+			return false;
+		}
+		m->data_len = uint16_t(f.byte_cnt);
+		m->pkt_len = f.byte_cnt;
+		fill_wc(f, m, wc);
+		ctr_.rx_pkts++;
+		ctr_.rx_bytes += f.byte_cnt - grh_len;
+		return true;
+	}
+
+	void fill_wc(const cqe_fields &f, rte_mbuf *m, recv_wc &wc)
+	{
+		wc.mbuf = m;
+		wc.byte_len = f.byte_cnt;
+		wc.qp_num = f.qpn;
+		wc.src_qp = f.src_qp;
+		wc.imm_data = f.with_imm ? f.imm : 0;
+		wc.pkey_index = f.with_imm ? 0 : f.pkey_index;
+		wc.dlid_path_bits = f.ml_path & 0x7f;
+		wc.wc_flags = uint8_t((f.grh ? wc_grh : 0) | (f.with_imm ? wc_with_imm : 0) |
+				      (f.solicited ? wc_solicited : 0));
+		if (c_.roce) {
+			/* 27:24 is the L3 header type, not an SL (rdma-core
+			 * reports it as wc.sl; the kernel does not). */
+			wc.slid = 0;
+			wc.sl = 0;
+			const uint8_t t = f.l3_or_sl & 3;
+			wc.l3 = t == roce_l3_ipv4 ? l3_type::ipv4 : t == roce_l3_ipv6 ? l3_type::ipv6
+										    : l3_type::ib_grh;
+		} else {
+			wc.slid = f.slid;
+			wc.sl = f.l3_or_sl;
+			wc.l3 = l3_type::ib_grh;
+		}
+		memset(wc.sgid.raw, 0, 16);
+		memset(wc.dgid.raw, 0, 16);
+		if (!f.grh)
+			return;
+		const auto *area = rte_pktmbuf_mtod(m, const uint8_t *);
+		bool v4 = false;
+		if (c_.roce) {
+			detail::grh_l3 l3;
+			if (detail::classify_roce_grh(wc, area, &l3) != 0) {
+				xc_.rx_grh_unparsed++;
+				return;
+			}
+			v4 = l3 == detail::grh_l3::ipv4;
+		}
+		if (v4) {
+			rte_be32_t a;
+			memcpy(&a, area + 20 + 12, 4);
+			wc.sgid = wire::gid::from_v4(a);
+			memcpy(&a, area + 20 + 16, 4);
+			wc.dgid = wire::gid::from_v4(a);
+		} else {
+			memcpy(wc.sgid.raw, area + 8, 16);
+			memcpy(wc.dgid.raw, area + 24, 16);
+		}
+	}
+
+	/* Fills the free RQ slots, one doorbell-record update. */
+	void refill()
+	{
+		uint32_t want = r_.rq_wqe_cnt - (rq_pi_ - rq_ci_);
+		if (want == 0)
+			return;
+		rte_mbuf *ms[64];
+		bool posted = false;
+		while (want != 0) {
+			const uint32_t k = want < 64 ? want : 64;
+			if (rte_pktmbuf_alloc_bulk(mp_, ms, k) != 0) {
+				xc_.rq_no_mbuf++;
+				break;
+			}
+			for (uint32_t i = 0; i < k; i++) {
+				rte_mbuf *m = ms[i];
+				const uintptr_t a = rte_pktmbuf_mtod(m, uintptr_t);
+				uint32_t lkey = MLX5_INVALID_LKEY;
+				mrs_.lookup(a, rx_len_, &lkey); /* registered at setup */
+				const uint32_t idx = rq_pi_ & (r_.rq_wqe_cnt - 1);
+				auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(
+					r_.rq_buf + size_t(idx) * r_.rq_stride);
+				d->byte_count = htobe32(rx_len_);
+				d->lkey = htobe32(lkey);
+				d->addr = htobe64(uint64_t(a));
+				/* A list longer than one entry ends with the
+				 * invalid-lkey terminator (set_data_ptr_seg_end). */
+				if (r_.rq_stride > sizeof(*d)) {
+					d[1].byte_count = 0;
+					d[1].lkey = htobe32(MLX5_INVALID_LKEY);
+					d[1].addr = 0;
+				}
+				rq_mbuf_[idx] = m;
+				rq_pi_++;
+			}
+			want -= k;
+			posted = true;
+		}
+		if (posted) {
+			rwqes_before_rq_dbrec();
+			store_be32(&r_.dbrec[MLX5_RCV_DBR], rq_pi_ & 0xffff);
+			xc_.rq_doorbells++;
+		}
+	}
+
+	rings r_{};
+	queue_config c_{};
+	rte_mempool *mp_ = nullptr;
+	mr_table mrs_;
+	ah_table<mlx5_av>::view ahs_{};
+	uint8_t *sq_end_ = nullptr;
+	rte_mbuf **sq_mbuf_ = nullptr; /* by WQE start block: the mbuf it sends */
+	uint8_t *sq_bbs_ = nullptr;    /* by WQE start block: its size in blocks */
+	rte_mbuf **rq_mbuf_ = nullptr;
+	uint32_t sq_pi_ = 0, sq_ci_ = 0; /* basic blocks posted / retired */
+	uint32_t rq_pi_ = 0, rq_ci_ = 0; /* receive WQEs posted / completed */
+	uint32_t scq_ci_ = 0, rcq_ci_ = 0;
+	uint32_t bf_off_ = 0;
+	uint32_t since_signal_ = 0;
+	uint32_t max_bbs_ = 2;
+	uint32_t rx_len_ = 0;
+	qp_counters ctr_{};
+	mlx5_counters xc_{};
+};
+
+static_assert(ud_driver<mlx5_queue>);
+
+} // namespace rdgram::mlx5
+
+#endif

@@ -1,0 +1,422 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * drivers/mlx5 control path (see mlx5_device.h). Never run on hardware.
+ */
+#include "mlx5_device.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+
+#include "rdgram/tsan.h"
+
+namespace rdgram::mlx5 {
+
+namespace {
+
+uint32_t mtu_bytes(ibv_mtu m)
+{
+	switch (m) {
+	case IBV_MTU_256: return 256;
+	case IBV_MTU_512: return 512;
+	case IBV_MTU_1024: return 1024;
+	case IBV_MTU_2048: return 2048;
+	case IBV_MTU_4096: return 4096;
+	}
+	return 256;
+}
+
+uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+} // namespace
+
+mlx5_device::~mlx5_device() { close(); }
+
+int mlx5_device::fail(int e, const std::string &what)
+{
+	err_ = what + ": " + strerror(e);
+	close();
+	return e;
+}
+
+int mlx5_device::find_device(std::string *name)
+{
+	int n = 0;
+	ibv_device **list = ibv_get_device_list(&n);
+	if (list == nullptr)
+		return errno != 0 ? errno : ENOSYS;
+	int rc = n == 0 ? ENOSYS : ENODEV;
+	for (int i = 0; i < n; i++)
+		if (mlx5dv_is_supported(list[i])) {
+			*name = ibv_get_device_name(list[i]);
+			rc = 0;
+			break;
+		}
+	ibv_free_device_list(list);
+	return rc;
+}
+
+int mlx5_device::open(const mlx5_config &cfg)
+{
+	close();
+	cfg_ = cfg;
+	std::string name = cfg.device;
+	if (name.empty()) {
+		int rc = find_device(&name);
+		if (rc != 0)
+			return fail(rc, "no mlx5 device");
+	}
+	int n = 0;
+	ibv_device **list = ibv_get_device_list(&n);
+	if (list == nullptr)
+		return fail(errno ? errno : ENOSYS, "ibv_get_device_list");
+	for (int i = 0; i < n && ctx_ == nullptr; i++)
+		if (name == ibv_get_device_name(list[i])) {
+			if (!mlx5dv_is_supported(list[i])) {
+				ibv_free_device_list(list);
+				return fail(ENOTSUP, name + " is not an mlx5 device");
+			}
+			ctx_ = ibv_open_device(list[i]);
+		}
+	ibv_free_device_list(list);
+	if (ctx_ == nullptr)
+		return fail(errno ? errno : ENODEV, "ibv_open_device " + name);
+
+	ibv_device_attr da{};
+	ibv_port_attr pa{};
+	if (int rc = ibv_query_device(ctx_, &da); rc != 0)
+		return fail(rc, "ibv_query_device");
+	if (int rc = ibv_query_port(ctx_, cfg.port_num, &pa); rc != 0)
+		return fail(rc, "ibv_query_port");
+	attr_ = port_attr{};
+	attr_.link = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? link_layer::ethernet : link_layer::infiniband;
+	attr_.grh_required = attr_.link == link_layer::ethernet || (pa.flags & IBV_QPF_GRH_REQUIRED);
+	attr_.max_ah = uint32_t(da.max_ah);
+	attr_.active_mtu = mtu_bytes(pa.active_mtu);
+	attr_.lid = pa.lid;
+	attr_.numa_node = SOCKET_ID_ANY;
+	if (ctx_->device != nullptr) {
+		char path[512];
+		snprintf(path, sizeof(path), "%s/device/numa_node", ctx_->device->ibdev_path);
+		if (FILE *f = fopen(path, "r")) {
+			int node = -1;
+			if (fscanf(f, "%d", &node) == 1 && node >= 0)
+				attr_.numa_node = node;
+			fclose(f);
+		}
+	}
+	uint16_t pkey = 0xffff;
+	if (ibv_query_pkey(ctx_, cfg.port_num, 0, &pkey) == 0)
+		attr_.pkey = be16toh(pkey);
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		ibv_gid g{};
+		if (ibv_query_gid(ctx_, cfg.port_num, i, &g) != 0)
+			break;
+		wire::gid w;
+		memcpy(w.raw, g.raw, 16);
+		attr_.gids.push_back(w);
+	}
+
+	pd_ = ibv_alloc_pd(ctx_);
+	if (pd_ == nullptr)
+		return fail(errno ? errno : ENOMEM, "ibv_alloc_pd");
+	/* A thread domain: the QP gets a BlueFlame register of its own, so
+	 * doorbells need no lock (rdma-core mlx5: bf->need_lock = 0). */
+	ibv_td_init_attr tda{};
+	td_ = ibv_alloc_td(ctx_, &tda);
+	if (td_ == nullptr)
+		return fail(errno ? errno : ENOTSUP, "ibv_alloc_td");
+	ibv_parent_domain_init_attr pda{};
+	pda.pd = pd_;
+	pda.td = td_;
+	pdom_ = ibv_alloc_parent_domain(ctx_, &pda);
+	if (pdom_ == nullptr)
+		return fail(errno ? errno : ENOTSUP, "ibv_alloc_parent_domain");
+
+	const int socket = attr_.numa_node;
+	const uint32_t mtu = cfg.mtu != 0 && cfg.mtu < attr_.active_mtu ? cfg.mtu : attr_.active_mtu;
+	char mpname[32];
+	snprintf(mpname, sizeof(mpname), "rdgram_mlx5_%p", static_cast<void *>(this));
+	mp_ = rte_pktmbuf_pool_create_by_ops(mpname, cfg.nb_mbufs, 256, 0,
+					     uint16_t(RTE_PKTMBUF_HEADROOM + grh_len + mtu), socket,
+					     RDGRAM_MEMPOOL_OPS);
+	if (mp_ == nullptr)
+		return fail(rte_errno ? rte_errno : ENOMEM, "mempool");
+	/* One MR per memory chunk of the pool (ibv_reg_mr(3)). */
+	struct reg_ctx {
+		mlx5_device *d;
+		int err;
+	} rc{this, 0};
+	rte_mempool_mem_iter(
+		mp_,
+		[](rte_mempool *, void *opaque, rte_mempool_memhdr *mh, unsigned) {
+			auto *x = static_cast<reg_ctx *>(opaque);
+			if (x->err != 0)
+				return;
+			ibv_mr *mr = ibv_reg_mr(x->d->pd_, mh->addr, mh->len, IBV_ACCESS_LOCAL_WRITE);
+			if (mr == nullptr) {
+				x->err = errno ? errno : ENOMEM;
+				return;
+			}
+			x->d->mrs_.push_back(mr);
+			if (x->d->mr_tab_.add(uintptr_t(mh->addr), mh->len, mr->lkey) != 0)
+				x->err = ENOSPC;
+		},
+		&rc);
+	if (rc.err != 0)
+		return fail(rc.err, "ibv_reg_mr over the mempool");
+
+	if (int e = setup_qp(); e != 0)
+		return e;
+
+	uint32_t cap = cfg.max_ah;
+	if (attr_.max_ah != 0 && cap > attr_.max_ah)
+		cap = attr_.max_ah;
+	std::vector<int> nodes = cfg.av_nodes;
+	if (nodes.empty())
+		nodes.push_back(socket);
+	if (int e = ahs_.init(cap, nodes.data(), unsigned(nodes.size()), cfg.qsbr); e != 0)
+		return fail(e, "AH table");
+	ah_of_slot_.assign(cap, nullptr);
+	return 0;
+}
+
+int mlx5_device::setup_qp()
+{
+	const int cqe = int(pow2_at_least(cfg_.sq_wrs > cfg_.rq_wrs ? cfg_.sq_wrs : cfg_.rq_wrs));
+	scq_ = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
+	rcq_ = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
+	if (scq_ == nullptr || rcq_ == nullptr)
+		return fail(errno ? errno : ENOMEM, "ibv_create_cq");
+	ibv_qp_init_attr qa{};
+	qa.send_cq = scq_;
+	qa.recv_cq = rcq_;
+	qa.qp_type = IBV_QPT_UD;
+	qa.sq_sig_all = 0;
+	qa.cap.max_send_wr = cfg_.sq_wrs;
+	qa.cap.max_recv_wr = cfg_.rq_wrs;
+	qa.cap.max_send_sge = 1;
+	qa.cap.max_recv_sge = 1;
+	qa.cap.max_inline_data = cfg_.max_inline;
+	ibv_qp_init_attr_ex qx{};
+	qx.send_cq = qa.send_cq;
+	qx.recv_cq = qa.recv_cq;
+	qx.qp_type = qa.qp_type;
+	qx.cap = qa.cap;
+	qx.pd = pdom_;
+	qx.comp_mask = IBV_QP_INIT_ATTR_PD;
+	qp_ = ibv_create_qp_ex(ctx_, &qx);
+	if (qp_ == nullptr)
+		return fail(errno ? errno : ENOMEM, "ibv_create_qp_ex (UD)");
+	max_inline_ = qx.cap.max_inline_data;
+
+	ibv_qp_attr a{};
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = cfg_.port_num;
+	a.qkey = cfg_.qkey;
+	if (int e = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY); e)
+		return fail(e, "ibv_modify_qp INIT");
+	a = ibv_qp_attr{};
+	a.qp_state = IBV_QPS_RTR;
+	if (int e = ibv_modify_qp(qp_, &a, IBV_QP_STATE); e)
+		return fail(e, "ibv_modify_qp RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	if (int e = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN); e)
+		return fail(e, "ibv_modify_qp RTS");
+
+	mlx5dv_qp dq{};
+	mlx5dv_cq ds{}, dr{};
+	mlx5dv_obj obj{};
+	obj.qp.in = qp_;
+	obj.qp.out = &dq;
+	obj.cq.in = scq_;
+	obj.cq.out = &ds;
+	if (int e = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ); e)
+		return fail(e, "mlx5dv_init_obj(QP, send CQ)");
+	obj = mlx5dv_obj{};
+	obj.cq.in = rcq_;
+	obj.cq.out = &dr;
+	if (int e = mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ); e)
+		return fail(e, "mlx5dv_init_obj(recv CQ)");
+	if (ds.cqe_size != 64 || dr.cqe_size != 64)
+		return fail(ENOTSUP, "CQE size is not 64 (MLX5_CQE_SIZE)");
+
+	rings_ = rings{};
+	rings_.sq_buf = static_cast<uint8_t *>(dq.sq.buf);
+	rings_.sq_wqe_cnt = dq.sq.wqe_cnt;
+	rings_.sq_stride = dq.sq.stride;
+	rings_.rq_buf = static_cast<uint8_t *>(dq.rq.buf);
+	rings_.rq_wqe_cnt = dq.rq.wqe_cnt;
+	rings_.rq_stride = dq.rq.stride;
+	rings_.dbrec = reinterpret_cast<volatile uint32_t *>(dq.dbrec);
+	rings_.bf_reg = static_cast<uint8_t *>(dq.bf.reg);
+	rings_.bf_size = dq.bf.size;
+	rings_.qpn = qp_->qp_num;
+	auto cqr = [](const mlx5dv_cq &c) {
+		cq_ring r;
+		r.buf = static_cast<uint8_t *>(c.buf);
+		r.cqe_cnt = c.cqe_cnt;
+		r.cqe_size = c.cqe_size;
+		r.dbrec = reinterpret_cast<volatile uint32_t *>(c.dbrec);
+		r.uar = c.cq_uar;
+		r.cqn = c.cqn;
+		return r;
+	};
+	rings_.scq = cqr(ds);
+	rings_.rcq = cqr(dr);
+	return 0;
+}
+
+void mlx5_device::close()
+{
+	for (size_t i = 0; i < ah_of_slot_.size(); i++)
+		if (ah_of_slot_[i] != nullptr)
+			ibv_destroy_ah(ah_of_slot_[i]);
+	ah_of_slot_.clear();
+	ahs_.fini();
+	if (qp_ != nullptr)
+		ibv_destroy_qp(qp_);
+	if (scq_ != nullptr)
+		ibv_destroy_cq(scq_);
+	if (rcq_ != nullptr)
+		ibv_destroy_cq(rcq_);
+	qp_ = nullptr;
+	scq_ = rcq_ = nullptr;
+	for (ibv_mr *mr : mrs_)
+		ibv_dereg_mr(mr);
+	mrs_.clear();
+	mr_tab_.clear();
+	if (pdom_ != nullptr)
+		ibv_dealloc_pd(pdom_);
+	if (td_ != nullptr)
+		ibv_dealloc_td(td_);
+	if (pd_ != nullptr)
+		ibv_dealloc_pd(pd_);
+	pdom_ = nullptr;
+	td_ = nullptr;
+	pd_ = nullptr;
+	if (mp_ != nullptr)
+		rte_mempool_free(mp_);
+	mp_ = nullptr;
+	if (ctx_ != nullptr)
+		ibv_close_device(ctx_);
+	ctx_ = nullptr;
+}
+
+int mlx5_device::init_queue(mlx5_queue &q, int socket)
+{
+	if (qp_ == nullptr)
+		return EINVAL;
+	queue_config c;
+	c.qkey = cfg_.qkey;
+	c.roce = attr_.link == link_layer::ethernet;
+	c.mtu = cfg_.mtu != 0 && cfg_.mtu < attr_.active_mtu ? cfg_.mtu : attr_.active_mtu;
+	c.max_inline = max_inline_;
+	c.signal_every = cfg_.signal_every;
+	c.signal_last = cfg_.signal_last;
+	c.use_bf = cfg_.use_bf;
+	/* The compact AV needs a device capability that only a DevX HCA-cap
+	 * query reports; not probed, so off. */
+	c.compact_av = false;
+	c.socket = socket;
+	int rc = q.attach(rings_, c, mp_, mr_tab_, &ahs_);
+	if (rc == 0)
+		q.post_recvs();
+	return rc;
+}
+
+int mlx5_device::provider_av(const ibv_ah_attr &attr, mlx5_av *out)
+{
+	ibv_ah_attr a = attr;
+	ibv_ah *ah = ibv_create_ah(pd_, &a);
+	if (ah == nullptr)
+		return errno ? errno : EINVAL;
+	mlx5dv_ah dah{};
+	mlx5dv_obj obj{};
+	obj.ah.in = ah;
+	obj.ah.out = &dah;
+	int rc = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
+	if (rc == 0) {
+		memset(out, 0, sizeof(*out));
+		memcpy(&out->wqe, dah.av, sizeof(out->wqe));
+		out->global = attr.is_global ? 1 : 0;
+	}
+	ibv_destroy_ah(ah);
+	return rc;
+}
+
+ah_handle mlx5_device::create_ah(const ibv_ah_attr &attr, int *err)
+{
+	if (attr.port_num != cfg_.port_num || (!attr.is_global && attr_.grh_required)) {
+		*err = EINVAL;
+		return ah_null;
+	}
+	uint32_t slot;
+	if (!ahs_.reserve(&slot)) {
+		*err = ENOMEM;
+		return ah_null;
+	}
+	mlx5_av &av = ahs_.av_at(slot);
+	ibv_ah *ah = nullptr;
+	int rc = EOPNOTSUPP;
+	if (attr_.link == link_layer::infiniband && cfg_.syscall_free_ib_av)
+		rc = build_ib_av(attr, attr_.grh_required, &av);
+	if (rc == EOPNOTSUPP) {
+		/* The provider's AV (on RoCE: the kernel resolves the MAC,
+		 * which may block; this runs on the control thread). */
+		ibv_ah_attr a = attr;
+		ah = ibv_create_ah(pd_, &a);
+		if (ah == nullptr) {
+			rc = errno ? errno : EINVAL;
+		} else {
+			mlx5dv_ah dah{};
+			mlx5dv_obj obj{};
+			obj.ah.in = ah;
+			obj.ah.out = &dah;
+			rc = mlx5dv_init_obj(&obj, MLX5DV_OBJ_AH);
+			if (rc == 0) {
+				memset(&av, 0, sizeof(av));
+				memcpy(&av.wqe, dah.av, sizeof(av.wqe));
+				av.global = attr.is_global ? 1 : 0;
+			}
+		}
+	}
+	if (rc != 0) {
+		if (ah != nullptr)
+			ibv_destroy_ah(ah);
+		ahs_.unreserve(slot);
+		*err = rc;
+		return ah_null;
+	}
+	ah_of_slot_[slot] = ah;
+	*err = 0;
+	return ahs_.publish(slot);
+}
+
+int mlx5_device::destroy_ah(ah_handle h)
+{
+	int rc = ahs_.retire(h);
+	if (rc != 0)
+		return rc;
+	/* The device keeps no reference to an AH: a WQE carries a copy of
+	 * the AV. The provider object can go now; the table slot waits for
+	 * its grace period. */
+	if (ah_of_slot_[h.slot] != nullptr) {
+		ibv_destroy_ah(ah_of_slot_[h.slot]);
+		ah_of_slot_[h.slot] = nullptr;
+	}
+	return 0;
+}
+
+} // namespace rdgram::mlx5

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * drivers/mlx5 control path: one UD QP on an mlx5 port through libibverbs
+ * and mlx5dv. The QP and its two CQs are created with verbs (the QP in a
+ * parent domain with a thread domain, so that it gets a BlueFlame register
+ * of its own and the data path needs no lock), taken to RTS, and opened
+ * with mlx5dv_init_obj; their rings become mlx5::rings for mlx5_queue
+ * (mlx5_datapath.h). The mempool's memory is registered chunk by chunk.
+ *
+ * AHs: ibv_create_ah + mlx5dv_init_obj(MLX5DV_OBJ_AH) on the control
+ * thread, dv_ah.av copied into the per-NUMA AH table; on an InfiniBand
+ * port the AV is built without any call into the provider when
+ * build_ib_av (mlx5_av.h) can reproduce it.
+ *
+ * This has never run on an mlx5 device: no RDMA hardware exists where it
+ * was written. tests/hw/test_mlx5_hw.cc exercises it where one exists.
+ *
+ * Threads: open/close on the main or control thread; create_ah,
+ * destroy_ah, reclaim on the control thread.
+ */
+#ifndef RDGRAM_MLX5_DEVICE_H
+#define RDGRAM_MLX5_DEVICE_H
+
+#include <string>
+#include <vector>
+
+#include <infiniband/mlx5dv.h>
+#include <infiniband/verbs.h>
+#include <rte_mempool.h>
+#include <rte_rcu_qsbr.h>
+
+#include "mlx5_datapath.h"
+#include "rdgram/device.h"
+
+namespace rdgram::mlx5 {
+
+struct mlx5_config {
+	std::string device;          /* ibv device name; empty: the first mlx5 */
+	uint8_t port_num = 1;
+	uint32_t qkey = 0x11111111;
+	uint32_t sq_wrs = 1024;      /* ibv_qp_cap.max_send_wr */
+	uint32_t rq_wrs = 1024;      /* ibv_qp_cap.max_recv_wr */
+	uint32_t max_inline = 64;    /* ibv_qp_cap.max_inline_data requested */
+	uint32_t signal_every = 64;
+	bool signal_last = false;
+	bool use_bf = true;
+	bool syscall_free_ib_av = true; /* build_ib_av on IB ports */
+	uint32_t max_ah = 4096;      /* AH table slots (capped by device max_ah) */
+	uint32_t nb_mbufs = 8191;
+	uint32_t mtu = 0;            /* 0: the port's active MTU */
+	rte_rcu_qsbr *qsbr = nullptr;
+	std::vector<int> av_nodes;   /* NUMA nodes of the poll threads */
+};
+
+class mlx5_device final : public device {
+public:
+	mlx5_device() = default;
+	~mlx5_device() override;
+
+	/* The name of the first device mlx5dv_is_supported accepts: 0, or
+	 * ENODEV when there is none (ENOSYS when libibverbs finds no devices
+	 * at all, e.g. no RDMA subsystem). */
+	static int find_device(std::string *name);
+
+	/* Opens the device, creates PD, CQs, QP (to RTS), mempool and AH
+	 * table. 0 or an errno value; see error(). */
+	int open(const mlx5_config &cfg);
+	void close();
+
+	const char *driver_name() const override { return "mlx5"; }
+	const port_attr &port() const override { return attr_; }
+	ah_handle create_ah(const ibv_ah_attr &attr, int *err) override;
+	int destroy_ah(ah_handle h) override;
+	void reclaim() override { ahs_.reclaim(); }
+	uint32_t reclaim_pending() const override { return ahs_.retired_waiting(); }
+	uint32_t live_ahs() const override { return ahs_.live(); }
+
+	/* Binds q to this device's QP for a poll thread on NUMA node socket,
+	 * and fills its RQ. 0 or errno. */
+	int init_queue(mlx5_queue &q, int socket = SOCKET_ID_ANY);
+	/* The AV the provider gives for attr (ibv_create_ah +
+	 * mlx5dv_init_obj, then ibv_destroy_ah): for comparing build_ib_av
+	 * with it. 0 or errno. (Control thread.) */
+	int provider_av(const ibv_ah_attr &attr, mlx5_av *out);
+
+	uint32_t qpn() const { return qp_ != nullptr ? qp_->qp_num : 0; }
+	rte_mempool *mempool() const { return mp_; }
+	const ah_table<mlx5_av> &ahs() const { return ahs_; }
+	const std::string &error() const { return err_; }
+
+private:
+	int fail(int e, const std::string &what);
+	int setup_qp();
+
+	mlx5_config cfg_{};
+	port_attr attr_{};
+	ibv_context *ctx_ = nullptr;
+	ibv_pd *pd_ = nullptr;
+	ibv_td *td_ = nullptr;
+	ibv_pd *pdom_ = nullptr; /* parent domain over pd_ and td_ */
+	ibv_cq *scq_ = nullptr, *rcq_ = nullptr;
+	ibv_qp *qp_ = nullptr;
+	uint32_t max_inline_ = 0;
+	rings rings_{};
+	rte_mempool *mp_ = nullptr;
+	std::vector<ibv_mr *> mrs_;
+	mr_table mr_tab_;
+	ah_table<mlx5_av> ahs_;
+	std::vector<ibv_ah *> ah_of_slot_; /* provider AH behind a slot, or null */
+	std::string err_;
+};
+
+} // namespace rdgram::mlx5
+
+#endif

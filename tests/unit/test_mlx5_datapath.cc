@@ -1,0 +1,902 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * drivers/mlx5's data path (mlx5_queue) run unmodified against the device
+ * model in tests/model: every WQE it writes is compared byte for byte with
+ * the WQE rdma-core's own inline helpers build (mlx5dv_set_ctrl_seg,
+ * mlx5dv_set_dgram_seg, mlx5dv_set_data_seg; the inline segment, which has
+ * no helper, from mlx5dv.h's definition), and the model executes it:
+ * loopback delivery through CQE64s, requester CQEs, error CQEs.
+ *
+ * This is a model, not a device: it shows the driver writes what the
+ * layouts in mlx5dv.h say and copes with the CQEs they describe, not that
+ * a ConnectX accepts it (tests/hw/test_mlx5_hw.cc is for that).
+ */
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include "eal_env.h"
+#include "mlx5_av.h"
+#include "mlx5_datapath.h"
+#include "model/mlx5_model.h"
+
+using namespace rdgram;
+using namespace rdgram::mlx5;
+using namespace rdgram::test;
+
+namespace {
+
+constexpr uint32_t lkey_base = 0x5a000;
+
+/* A queue on a model, with a mempool whose memory both know. */
+struct rig {
+	mlx5_model model;
+	rte_mempool *mp = nullptr;
+	mr_table mrs;
+	ah_table<mlx5_av> ahs;
+	mlx5_queue q;
+	queue_config qc;
+	uint64_t sent = 0; /* WQEs posted since attach, for the signalling rule */
+	bool ok = false;
+
+	explicit rig(const mlx5_model_config &mc, queue_config c = {}, uint16_t room = RTE_MBUF_DEFAULT_BUF_SIZE)
+	{
+		static unsigned seq = 0;
+		char name[32];
+		snprintf(name, sizeof(name), "mlx5t%u", seq++);
+		/* No per-lcore cache: the in-use count is then exact. */
+		mp = rte_pktmbuf_pool_create(name, 1023, 0, 0, room, SOCKET_ID_ANY);
+		if (mp == nullptr || model.init(mc) != 0)
+			return;
+		rte_mempool_mem_iter(
+			mp,
+			[](rte_mempool *, void *o, rte_mempool_memhdr *mh, unsigned i) {
+				auto *r = static_cast<rig *>(o);
+				r->mrs.add(uintptr_t(mh->addr), mh->len, lkey_base + i);
+				r->model.add_mr(uintptr_t(mh->addr), mh->len, lkey_base + i);
+			},
+			this);
+		if (ahs.init(64, SOCKET_ID_ANY, nullptr) != 0)
+			return;
+		c.qkey = mc.qkey;
+		c.roce = mc.roce;
+		c.max_inline = mc.max_inline;
+		qc = c;
+		if (q.attach(model.rings(), c, mp, mrs, &ahs) != 0)
+			return;
+		q.post_recvs();
+		ok = true;
+	}
+	~rig()
+	{
+		q.detach();
+		ahs.fini();
+		rte_mempool_free(mp);
+	}
+	unsigned in_use() const { return rte_mempool_in_use_count(mp); }
+
+	ah_handle add_ah(const mlx5_av &av)
+	{
+		uint32_t slot;
+		if (!ahs.reserve(&slot))
+			return ah_null;
+		ahs.av_at(slot) = av;
+		return ahs.publish(slot);
+	}
+};
+
+/* A RoCEv2 AV as mlx5_create_ah fills it (providers/mlx5/verbs.c): UDP
+ * source port in rlid, SL in stat_rate_sl 3:1, GRH fields, the MAC. */
+mlx5_av roce_av(const wire::gid &dst, uint8_t sgid_index = 0)
+{
+	mlx5_av a{};
+	a.wqe.rlid = htobe16(0xc123);
+	a.wqe.stat_rate_sl = uint8_t(0 << 4 | (3 & 0x7) << 1);
+	a.wqe.tclass = 0x68;
+	a.wqe.hop_limit = 64;
+	a.wqe.grh_gid_fl = htobe32(uint32_t(sgid_index) << 20 | 0x12345);
+	memcpy(a.wqe.rgid, dst.raw, 16);
+	const uint8_t mac[6] = {0x02, 0, 0, 0, 0x11, 0x22};
+	memcpy(a.wqe.rmac, mac, 6);
+	a.global = 1;
+	return a;
+}
+
+wire::gid v4gid(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
+{
+	const uint8_t ip[4] = {a, b, c, d};
+	rte_be32_t be;
+	memcpy(&be, ip, 4);
+	return wire::gid::from_v4(be);
+}
+
+mlx5_model_config roce_cfg()
+{
+	mlx5_model_config c;
+	c.roce = true;
+	c.local_gid = v4gid(10, 0, 0, 1);
+	return c;
+}
+
+/* The WQE rdma-core's helpers build for one WR. */
+std::vector<uint8_t> expected_wqe(uint32_t pi, uint32_t qpn, const send_wr &wr, const mlx5_av &av,
+				  bool compact, uint32_t qkey, uint8_t fm_ce_se, uint32_t lkey)
+{
+	const bool inl = wr.flags & send_inline;
+	const uint32_t len = inl ? wr.inline_len : wr.mbuf->data_len;
+	const uint32_t avlen = compact ? 16 : 48;
+	const uint32_t seglen = inl ? (4 + len + 15) / 16 * 16 : 16;
+	const uint8_t ds = uint8_t((16 + avlen + seglen) / 16);
+	std::vector<uint8_t> w(ds * 16u, 0);
+
+	mlx5_wqe_ctrl_seg ctrl{};
+	const bool imm = wr.flags & send_imm;
+	mlx5dv_set_ctrl_seg(&ctrl, uint16_t(pi), imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND, 0, qpn,
+			    fm_ce_se, ds, 0, imm ? wr.imm_data : 0);
+	memcpy(w.data(), &ctrl, 16);
+
+	mlx5_wqe_datagram_seg dg{};
+	mlx5_wqe_av src = av.wqe;
+	mlx5dv_set_dgram_seg(&dg, uint64_t(qkey) << 32, wr.remote_qpn, compact ? 0 : 1, src.stat_rate_sl,
+			     src.fl_mlid, be16toh(src.rlid), src.rmac, src.tclass, src.hop_limit,
+			     be32toh(src.grh_gid_fl), src.rgid);
+	memcpy(w.data() + 16, &dg, avlen);
+
+	uint8_t *seg = w.data() + 16 + avlen;
+	if (inl) {
+		const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
+		memcpy(seg, &hdr, 4);
+		if (len != 0)
+			memcpy(seg + 4, wr.inline_data, len);
+	} else {
+		mlx5_wqe_data_seg d{};
+		mlx5dv_set_data_seg(&d, len, lkey, rte_pktmbuf_mtod(wr.mbuf, uintptr_t));
+		memcpy(seg, &d, 16);
+	}
+	return w;
+}
+
+std::string hexdiff(const std::vector<uint8_t> &a, const std::vector<uint8_t> &b)
+{
+	std::string s;
+	for (size_t i = 0; i < a.size() && i < b.size(); i++)
+		if (a[i] != b[i]) {
+			char t[64];
+			snprintf(t, sizeof(t), " [%zu] got %02x want %02x", i, a[i], b[i]);
+			s += t;
+		}
+	if (a.size() != b.size())
+		s += " sizes " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+	return s;
+}
+
+uint32_t lkey_of(rig &r, rte_mbuf *m)
+{
+	uint32_t k = 0;
+	r.mrs.lookup(rte_pktmbuf_mtod(m, uintptr_t), m->data_len, &k);
+	return k;
+}
+
+rte_mbuf *payload_mbuf(rte_mempool *mp, uint32_t len, uint8_t seed)
+{
+	rte_mbuf *m = rte_pktmbuf_alloc(mp);
+	if (m == nullptr)
+		return nullptr;
+	auto *p = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(len)));
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = uint8_t(seed + i * 7);
+	return m;
+}
+
+void drain_rx(rig &r, std::vector<recv_wc> &got)
+{
+	recv_wc wcs[mlx5_queue::max_burst];
+	for (int spin = 0; spin < 64; spin++) {
+		uint16_t k = r.q.rx_burst(wcs, mlx5_queue::max_burst);
+		if (k == 0)
+			break;
+		got.insert(got.end(), wcs, wcs + k);
+	}
+}
+
+void free_wcs(std::vector<recv_wc> &got)
+{
+	for (auto &w : got)
+		rte_pktmbuf_free(w.mbuf);
+	got.clear();
+}
+
+} // namespace
+
+/* Every WQE byte equals what rdma-core's helpers build, across ring laps,
+ * with inline and data segments, immediates and solicited events, and the
+ * loopback delivers each payload with its metadata. */
+TEST(Mlx5Datapath, WqeBytesMatchRdmaCoreHelpers)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.sq_wqe_cnt = 16; /* small: many laps, WQEs straddling the end */
+	mc.max_inline = 120;
+	queue_config qc;
+	qc.signal_every = 3;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const unsigned base = r.in_use();
+	const mlx5_av av = roce_av(mc.local_gid);
+	const ah_handle h = r.add_ah(av);
+
+	unsigned straddled = 0, checked = 0;
+	uint64_t k = 0;
+	std::vector<recv_wc> got;
+	for (int round = 0; round < 60; round++) {
+		const unsigned n = 1 + round % 3;
+		send_wr wrs[3]{};
+		std::vector<uint8_t> inl[3];
+		for (unsigned i = 0; i < n; i++) {
+			send_wr &w = wrs[i];
+			w.ah = h;
+			w.remote_qpn = mc.qpn;
+			w.remote_qkey = (round % 5 == 0) ? 0x80000000u : mc.qkey; /* "the QP's own" */
+			const uint32_t len = uint32_t((round * 37 + i * 11) % 121);
+			if ((round + i) % 2) {
+				inl[i].resize(len);
+				for (uint32_t j = 0; j < len; j++)
+					inl[i][j] = uint8_t(round ^ j);
+				w.flags = send_inline;
+				w.inline_data = inl[i].data();
+				w.inline_len = len;
+			} else {
+				w.mbuf = payload_mbuf(r.mp, len + 100, uint8_t(round));
+				ASSERT_NE(w.mbuf, nullptr);
+			}
+			if (round % 4 == 1) {
+				w.flags |= send_imm;
+				w.imm_data = htobe32(0xabc00000u + round);
+			}
+			if (round % 7 == 2)
+				w.flags |= send_solicited;
+		}
+		const uint32_t pi0 = r.q.sq_head();
+		std::vector<std::vector<uint8_t>> want;
+		uint32_t pi = pi0;
+		for (unsigned i = 0; i < n; i++) {
+			const bool sig = ++k % qc.signal_every == 0;
+			const uint8_t f = uint8_t((sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+						  ((wrs[i].flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0));
+			want.push_back(expected_wqe(pi, mc.qpn, wrs[i], av, false, mc.qkey, f,
+						    (wrs[i].flags & send_inline) ? 0 : lkey_of(r, wrs[i].mbuf)));
+			const uint32_t bbs = uint32_t(want.back().size() + 63) / 64;
+			straddled += (pi & (mc.sq_wqe_cnt - 1)) + bbs > mc.sq_wqe_cnt;
+			pi += bbs;
+		}
+		ASSERT_EQ(r.q.tx_burst(wrs, uint16_t(n)), n);
+		EXPECT_EQ(r.q.sq_head(), pi);
+		const mlx5_doorbell db = r.model.doorbell();
+		EXPECT_EQ(db.writes, 1u) << "round " << round;
+		EXPECT_TRUE(db.matches) << "round " << round;
+		r.model.executed.clear();
+		EXPECT_EQ(r.model.process(), n);
+		ASSERT_EQ(r.model.executed.size(), n);
+		for (unsigned i = 0; i < n; i++) {
+			EXPECT_EQ(r.model.executed[i].bytes, want[i])
+				<< "round " << round << " wqe " << i << hexdiff(r.model.executed[i].bytes, want[i]);
+			checked++;
+		}
+		drain_rx(r, got);
+		ASSERT_EQ(got.size(), n);
+		for (unsigned i = 0; i < n; i++) {
+			const recv_wc &wc = got[i];
+			const auto &x = r.model.executed[i];
+			EXPECT_EQ(wc.byte_len, grh_len + x.len);
+			EXPECT_EQ(wc.src_qp, mc.qpn);
+			EXPECT_EQ(wc.qp_num, mc.qpn);
+			EXPECT_EQ(bool(wc.wc_flags & wc_with_imm), bool(wrs[i].flags & send_imm));
+			if (wrs[i].flags & send_imm) {
+				EXPECT_EQ(wc.imm_data, wrs[i].imm_data);
+			}
+			EXPECT_EQ(bool(wc.wc_flags & wc_solicited), bool(wrs[i].flags & send_solicited));
+			EXPECT_TRUE(wc.wc_flags & wc_grh);
+			EXPECT_EQ(wc.l3, l3_type::ipv4);
+			EXPECT_EQ(wc.sgid, mc.local_gid);
+			EXPECT_EQ(wc.dgid, mc.local_gid);
+			EXPECT_EQ(wc.sl, 0);
+			ASSERT_EQ(wc.mbuf->data_len, wc.byte_len);
+			if (x.len != 0) {
+				EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(wc.mbuf, uint8_t *, grh_len),
+						    x.payload.data(), x.len));
+			}
+			const auto *ip = rte_pktmbuf_mtod_offset(wc.mbuf, const uint8_t *, 20);
+			EXPECT_EQ(ip[0], 0x45);
+			EXPECT_EQ(ip[1], av.wqe.tclass);
+			EXPECT_EQ(ip[8], av.wqe.hop_limit);
+		}
+		free_wcs(got);
+	}
+	EXPECT_GT(straddled, 5u) << "the test should exercise WQEs that wrap";
+	EXPECT_EQ(checked, r.model.resp_cqes);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	EXPECT_EQ(r.q.counters().tx_drops(), 0u);
+	r.q.tx_flush();
+	EXPECT_EQ(r.model.req_cqes, k / qc.signal_every);
+	r.q.detach();
+	EXPECT_GT(base, 0u);
+	EXPECT_EQ(r.in_use(), 0u); /* every mbuf back in the pool */
+}
+
+/* A WQE that starts in the ring's last block continues at its start, byte
+ * for byte, and BlueFlame copies it from both ends. */
+TEST(Mlx5Datapath, WrapAroundAtRingEnd)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.sq_wqe_cnt = 16;
+	mc.max_inline = 180;
+	mc.bf_size = 256;
+	queue_config qc;
+	qc.signal_every = 2;
+	qc.signal_last = true;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const mlx5_av av = roce_av(mc.local_gid);
+	const ah_handle h = r.add_ah(av);
+	std::vector<uint8_t> pay(170);
+	for (size_t i = 0; i < pay.size(); i++)
+		pay[i] = uint8_t(i);
+	send_wr w{};
+	w.ah = h;
+	w.remote_qpn = mc.qpn;
+	w.remote_qkey = mc.qkey;
+	w.flags = send_inline;
+	w.inline_data = pay.data();
+	/* 2-block (inline 0: 16 + 48 + 16) and 3-block (inline 100: 16 + 48
+	 * + 112) WQEs until the head sits at the ring's last block. */
+	send_wr small = w;
+	while ((r.q.sq_head() & 15) != 15) {
+		small.inline_len = (r.q.sq_head() & 1) ? 0 : 100;
+		ASSERT_EQ(r.q.tx_burst(&small, 1), 1);
+		r.model.doorbell();
+		r.model.process();
+		r.q.tx_flush();
+		std::vector<recv_wc> got;
+		drain_rx(r, got);
+		free_wcs(got);
+	}
+	w.inline_len = uint32_t(pay.size()); /* 16 + 48 + 176 = 240: 4 blocks */
+	const uint32_t pi = r.q.sq_head();
+	const auto want = expected_wqe(pi, mc.qpn, w, av, false, mc.qkey, MLX5_WQE_CTRL_CQ_UPDATE, 0);
+	ASSERT_EQ(want.size(), 240u);
+	ASSERT_EQ(r.q.tx_burst(&w, 1), 1);
+	/* In the ring: block 15 holds the first 64 bytes, blocks 0..2 the rest. */
+	const uint8_t *ring = r.model.rings().sq_buf;
+	EXPECT_EQ(0, memcmp(ring + 15 * 64, want.data(), 64));
+	EXPECT_EQ(0, memcmp(ring, want.data() + 64, want.size() - 64));
+	const mlx5_doorbell db = r.model.doorbell();
+	EXPECT_EQ(db.writes, 1u);
+	EXPECT_TRUE(db.bf);
+	EXPECT_EQ(db.bbs, 4u);
+	EXPECT_TRUE(db.matches);
+	r.model.executed.clear();
+	ASSERT_EQ(r.model.process(), 1u);
+	EXPECT_EQ(r.model.executed[0].bytes, want);
+	EXPECT_EQ(r.model.executed[0].payload, pay);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
+/* One doorbell per burst: the record, then one register write (BlueFlame
+ * when the last WQE fits, 8 bytes otherwise or when disabled). */
+TEST(Mlx5Datapath, OneDoorbellPerBurst)
+{
+	for (int mode = 0; mode < 3; mode++) {
+		mlx5_model_config mc = roce_cfg();
+		mc.sq_wqe_cnt = 512;
+		mc.bf_size = mode == 2 ? 0 : 256;
+		queue_config qc;
+		qc.use_bf = mode != 1;
+		rig r(mc, qc);
+		ASSERT_TRUE(r.ok);
+		const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+		uint64_t bursts = 0;
+		for (unsigned n = 1; n <= mlx5_queue::max_burst; n++) {
+			send_wr wrs[mlx5_queue::max_burst]{};
+			for (unsigned i = 0; i < n; i++) {
+				wrs[i].ah = h;
+				wrs[i].remote_qpn = mc.qpn;
+				wrs[i].remote_qkey = mc.qkey;
+				wrs[i].mbuf = payload_mbuf(r.mp, 64, uint8_t(i));
+			}
+			ASSERT_EQ(r.q.tx_burst(wrs, uint16_t(n)), n);
+			bursts++;
+			EXPECT_EQ(r.q.mlx5_stats().doorbells, bursts);
+			const mlx5_doorbell db = r.model.doorbell();
+			EXPECT_EQ(db.writes, 1u) << "burst of " << n;
+			EXPECT_TRUE(db.matches) << "burst of " << n;
+			EXPECT_EQ(db.bf, mode == 0) << "burst of " << n;
+			EXPECT_EQ(r.model.process(), n);
+			r.q.tx_flush();
+			std::vector<recv_wc> got;
+			drain_rx(r, got);
+			EXPECT_EQ(got.size(), n);
+			free_wcs(got);
+		}
+		EXPECT_EQ(r.q.mlx5_stats().bf_copies, mode == 0 ? bursts : 0u);
+		EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	}
+}
+
+/* CQ_UPDATE on one WQE in N (and on each burst's last with signal_last);
+ * a requester CQE frees every mbuf up to its WQE. */
+TEST(Mlx5Datapath, SignalOneInN)
+{
+	for (bool last : {false, true}) {
+		mlx5_model_config mc = roce_cfg();
+		mc.sq_wqe_cnt = 128;
+		queue_config qc;
+		qc.signal_every = 8;
+		qc.signal_last = last;
+		rig r(mc, qc);
+		ASSERT_TRUE(r.ok);
+		const unsigned base = r.in_use();
+		const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+		unsigned total = 0, since = 0, want_sig = 0;
+		for (unsigned b = 0; b < 20; b++) {
+			const unsigned n = 1 + b % 5;
+			send_wr wrs[5]{};
+			for (unsigned i = 0; i < n; i++) {
+				wrs[i].ah = h;
+				wrs[i].remote_qpn = mc.qpn + 1; /* not looped back: TX only */
+				wrs[i].remote_qkey = mc.qkey;
+				wrs[i].mbuf = payload_mbuf(r.mp, 32, 0);
+			}
+			ASSERT_EQ(r.q.tx_burst(wrs, uint16_t(n)), n);
+			r.model.executed.clear();
+			r.model.doorbell();
+			ASSERT_EQ(r.model.process(), n);
+			for (unsigned i = 0; i < n; i++) {
+				bool sig = ++since >= qc.signal_every || (last && i + 1 == n);
+				if (sig)
+					since = 0;
+				want_sig += sig;
+				EXPECT_EQ(bool(r.model.executed[i].fm_ce_se & MLX5_WQE_CTRL_CQ_UPDATE), sig)
+					<< "burst " << b << " wqe " << i;
+			}
+			total += n;
+			r.q.tx_flush();
+			/* With signal_last every mbuf is back after each burst;
+			 * otherwise those after the last signalled WQE wait. */
+			EXPECT_EQ(r.in_use(), last ? base : base + since);
+		}
+		EXPECT_EQ(r.model.req_cqes, want_sig);
+		EXPECT_EQ(r.q.mlx5_stats().tx_cqes, want_sig);
+		EXPECT_EQ(r.model.drop_qpn, total);
+		EXPECT_EQ(r.q.counters().tx_pkts, total);
+		EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	}
+}
+
+/* Loopback metadata on each port type: RoCEv2 over IPv4 and IPv6, IB with
+ * a LID only (no GRH: slid and SL reported) and IB with a GRH. */
+TEST(Mlx5Datapath, LoopbackMetadataPerPortType)
+{
+	struct tcase {
+		const char *name;
+		bool roce, v6, ib_grh;
+	} cases[] = {
+		{"roce-v4", true, false, false},
+		{"roce-v6", true, true, false},
+		{"ib-lid", false, false, false},
+		{"ib-grh", false, false, true},
+	};
+	for (const tcase &t : cases) {
+		SCOPED_TRACE(t.name);
+		mlx5_model_config mc;
+		mc.roce = t.roce;
+		mc.local_lid = 0x17;
+		wire::gid v6{};
+		v6.raw[0] = 0xfd;
+		v6.raw[15] = 1;
+		mc.local_gid = t.roce && !t.v6 ? v4gid(10, 0, 0, 9) : v6;
+		rig r(mc);
+		ASSERT_TRUE(r.ok);
+		mlx5_av av;
+		if (t.roce) {
+			av = roce_av(mc.local_gid);
+		} else {
+			ibv_ah_attr a{};
+			a.port_num = 1;
+			a.dlid = mc.local_lid;
+			a.sl = 5;
+			a.src_path_bits = 0;
+			a.is_global = t.ib_grh;
+			a.grh.hop_limit = 9;
+			a.grh.traffic_class = 0x20;
+			a.grh.flow_label = 0xbeef;
+			memcpy(a.grh.dgid.raw, v6.raw, 16);
+			ASSERT_EQ(build_ib_av(a, false, &av), 0);
+		}
+		const ah_handle h = r.add_ah(av);
+		std::vector<uint8_t> pay(77, 0x3c);
+		send_wr w{};
+		w.ah = h;
+		w.remote_qpn = mc.qpn;
+		w.remote_qkey = mc.qkey;
+		w.flags = send_inline | send_imm | send_solicited;
+		w.inline_data = pay.data();
+		w.inline_len = uint32_t(pay.size());
+		w.imm_data = htobe32(0x01020304);
+		ASSERT_EQ(r.q.tx_burst(&w, 1), 1);
+		ASSERT_EQ(r.model.process(), 1u);
+		std::vector<recv_wc> got;
+		drain_rx(r, got);
+		ASSERT_EQ(got.size(), 1u);
+		const recv_wc &wc = got[0];
+		EXPECT_EQ(wc.byte_len, grh_len + 77);
+		EXPECT_EQ(wc.imm_data, htobe32(0x01020304));
+		EXPECT_EQ(wc.wc_flags & (wc_with_imm | wc_solicited), wc_with_imm | wc_solicited);
+		EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(wc.mbuf, uint8_t *, grh_len), pay.data(), pay.size()));
+		if (t.roce) {
+			EXPECT_TRUE(wc.wc_flags & wc_grh);
+			EXPECT_EQ(wc.l3, t.v6 ? l3_type::ipv6 : l3_type::ipv4);
+			EXPECT_EQ(wc.slid, 0);
+			EXPECT_EQ(wc.sl, 0); /* the L3 bits are not an SL */
+			EXPECT_EQ(wc.sgid, mc.local_gid);
+			EXPECT_EQ(wc.dgid, mc.local_gid);
+			/* The completion answers itself: ibv_init_ah_from_wc(3)
+			 * on it gives an AH back to the sender's GID. */
+			port_attr pa;
+			pa.gids = {mc.local_gid};
+			gid_index gi;
+			gi.build(pa.gids);
+			ibv_ah_attr reply;
+			ASSERT_EQ(init_ah_from_wc(pa, gi, 1, wc, rte_pktmbuf_mtod(wc.mbuf, const void *), &reply), 0);
+			EXPECT_TRUE(reply.is_global);
+			EXPECT_EQ(0, memcmp(reply.grh.dgid.raw, mc.local_gid.raw, 16));
+			EXPECT_EQ(reply.grh.sgid_index, 0);
+		} else {
+			EXPECT_EQ(bool(wc.wc_flags & wc_grh), t.ib_grh);
+			EXPECT_EQ(wc.slid, mc.local_lid);
+			EXPECT_EQ(wc.sl, 5);
+			EXPECT_EQ(wc.l3, l3_type::ib_grh);
+			if (t.ib_grh) {
+				EXPECT_EQ(wc.sgid, mc.local_gid);
+				const auto *g = rte_pktmbuf_mtod(wc.mbuf, const uint8_t *);
+				EXPECT_EQ(g[6], 0x1b);
+				EXPECT_EQ(g[7], 9);
+			}
+		}
+		free_wcs(got);
+		EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	}
+}
+
+/* The compact 16-byte AV for an AH without a GRH when the device has it;
+ * the full AV for a global AH on the same queue. */
+TEST(Mlx5Datapath, CompactAv)
+{
+	mlx5_model_config mc;
+	mc.roce = false;
+	mc.local_lid = 0x42;
+	queue_config qc;
+	qc.compact_av = true;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	ibv_ah_attr a{};
+	a.port_num = 1;
+	a.dlid = 0x42;
+	a.sl = 2;
+	a.static_rate = IBV_RATE_40_GBPS;
+	mlx5_av lid{}, glob{};
+	ASSERT_EQ(build_ib_av(a, false, &lid), 0);
+	a.is_global = 1;
+	a.grh.hop_limit = 3;
+	a.grh.dgid.raw[0] = 0xfe;
+	a.grh.dgid.raw[1] = 0x80;
+	ASSERT_EQ(build_ib_av(a, false, &glob), 0);
+	const ah_handle h1 = r.add_ah(lid), h2 = r.add_ah(glob);
+	std::vector<rte_mbuf *> ms;
+	send_wr w[2]{};
+	for (int i = 0; i < 2; i++) {
+		w[i].ah = i == 0 ? h1 : h2;
+		w[i].remote_qpn = mc.qpn;
+		w[i].remote_qkey = mc.qkey;
+		w[i].mbuf = payload_mbuf(r.mp, 100, 1);
+	}
+	const uint32_t pi = r.q.sq_head();
+	const auto want0 = expected_wqe(pi, mc.qpn, w[0], lid, true, mc.qkey, 0, lkey_of(r, w[0].mbuf));
+	const auto want1 = expected_wqe(pi + 1, mc.qpn, w[1], glob, false, mc.qkey, 0, lkey_of(r, w[1].mbuf));
+	EXPECT_EQ(want0.size(), 48u); /* ctrl + 16-byte AV + data seg: one block */
+	ASSERT_EQ(r.q.tx_burst(w, 2), 2);
+	ASSERT_EQ(r.model.process(), 2u);
+	EXPECT_TRUE(r.model.executed[0].compact);
+	EXPECT_FALSE(r.model.executed[1].compact);
+	EXPECT_EQ(r.model.executed[0].bytes, want0) << hexdiff(r.model.executed[0].bytes, want0);
+	EXPECT_EQ(r.model.executed[1].bytes, want1) << hexdiff(r.model.executed[1].bytes, want1);
+	std::vector<recv_wc> got;
+	drain_rx(r, got);
+	EXPECT_EQ(got.size(), 2u);
+	free_wcs(got);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
+/* Error CQEs are counted and their buffers go back to the pool: a
+ * responder error, a receive too long for its buffer, a requester error. */
+TEST(Mlx5Datapath, ErrorCqesCountedBuffersBack)
+{
+	mlx5_model_config mc = roce_cfg();
+	queue_config qc;
+	qc.signal_every = 1;
+	qc.rx_buf_len = 40 + 256;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+	auto send = [&](uint32_t len) {
+		send_wr w{};
+		w.ah = h;
+		w.remote_qpn = mc.qpn;
+		w.remote_qkey = mc.qkey;
+		w.mbuf = payload_mbuf(r.mp, len, 9);
+		EXPECT_EQ(r.q.tx_burst(&w, 1), 1);
+		r.model.process();
+	};
+	std::vector<recv_wc> got;
+	r.model.fail_next_recv(MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+	send(10);
+	send(300); /* 40 + 300 > 296: LOCAL_LENGTH_ERR from the device */
+	r.model.fail_next_send(MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR);
+	send(10);
+	send(10); /* fine */
+	drain_rx(r, got);
+	r.q.tx_flush();
+	EXPECT_EQ(got.size(), 1u);
+	EXPECT_EQ(r.q.mlx5_stats().rx_cqe_err, 2u);
+	EXPECT_EQ(r.q.mlx5_stats().tx_cqe_err, 1u);
+	EXPECT_EQ(r.q.mlx5_stats().tx_cqes, 3u);
+	free_wcs(got);
+	/* Only the RQ's own buffers are out, once refilled. */
+	r.q.post_recvs();
+	EXPECT_EQ(r.in_use(), r.q.rq_posted());
+	EXPECT_EQ(r.q.rq_posted(), mc.rq_wqe_cnt);
+	r.q.detach();
+	EXPECT_EQ(r.in_use(), 0u);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
+/* A byte count beyond the posted buffer (or under the GRH area) is never
+ * trusted: dropped, counted, buffer freed. */
+TEST(Mlx5Datapath, OversizedByteCntDropped)
+{
+	mlx5_model_config mc = roce_cfg();
+	rig r(mc);
+	ASSERT_TRUE(r.ok);
+	const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+	send_wr w{};
+	w.ah = h;
+	w.remote_qpn = mc.qpn;
+	w.remote_qkey = mc.qkey;
+	w.mbuf = payload_mbuf(r.mp, 100, 1);
+	r.model.lie_next_byte_cnt(r.q.rx_buf_len()); /* reports 40 + 100 + room */
+	ASSERT_EQ(r.q.tx_burst(&w, 1), 1);
+	r.model.process();
+	std::vector<recv_wc> got;
+	drain_rx(r, got);
+	EXPECT_TRUE(got.empty());
+	EXPECT_EQ(r.q.mlx5_stats().rx_cqe_bad_len, 1u);
+	EXPECT_EQ(r.q.counters().rx_pkts, 0u);
+	r.q.tx_flush();
+	/* The RQ's buffers, and the sent mbuf: its WQE was not signalled. */
+	EXPECT_EQ(r.in_use(), r.q.rq_posted() + 1);
+	r.q.detach();
+	EXPECT_EQ(r.in_use(), 0u);
+}
+
+/* The owner bit over many laps of small CQs and RQ: every packet delivered
+ * once, in order, the model never sees an overrun. */
+TEST(Mlx5Datapath, CqOwnerBitWrapsOverLaps)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.rq_wqe_cnt = 8;
+	mc.rcq_cqe_cnt = 8;
+	mc.scq_cqe_cnt = 8;
+	mc.sq_wqe_cnt = 32;
+	queue_config qc;
+	qc.signal_every = 4;
+	qc.rq_refill_batch = 4;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+	uint32_t next = 0;
+	for (int b = 0; b < 100; b++) {
+		send_wr wrs[4]{};
+		for (auto &w : wrs) {
+			w.ah = h;
+			w.remote_qpn = mc.qpn;
+			w.remote_qkey = mc.qkey;
+			w.mbuf = payload_mbuf(r.mp, 4, 0);
+			const uint32_t v = htobe32(next++);
+			memcpy(rte_pktmbuf_mtod(w.mbuf, void *), &v, 4);
+		}
+		ASSERT_EQ(r.q.tx_burst(wrs, 4), 4);
+		ASSERT_EQ(r.model.process(), 4u);
+		r.q.tx_flush();
+		std::vector<recv_wc> got;
+		drain_rx(r, got);
+		ASSERT_EQ(got.size(), 4u) << "burst " << b;
+		for (unsigned i = 0; i < 4; i++) {
+			uint32_t v;
+			memcpy(&v, rte_pktmbuf_mtod_offset(got[i].mbuf, void *, grh_len), 4);
+			EXPECT_EQ(be32toh(v), next - 4 + i);
+		}
+		free_wcs(got);
+	}
+	EXPECT_EQ(r.model.delivered, 400u);
+	EXPECT_EQ(r.model.resp_cqes, 400u); /* 50 laps of the 8-entry CQ */
+	EXPECT_EQ(r.model.drop_no_rwqe, 0u);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
+/* When the SQ is full, tx_burst takes what fits and the caller keeps the
+ * rest; completions make room again. */
+TEST(Mlx5Datapath, SqFullTakesWhatFits)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.sq_wqe_cnt = 32;
+	queue_config qc;
+	qc.signal_every = 4; /* 4 * 2 blocks < 32 */
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+	send_wr wrs[32]{};
+	for (auto &w : wrs) {
+		w.ah = h;
+		w.remote_qpn = mc.qpn + 5;
+		w.remote_qkey = mc.qkey;
+		w.mbuf = payload_mbuf(r.mp, 16, 0);
+	}
+	/* 2 blocks each: 16 fit. */
+	EXPECT_EQ(r.q.tx_burst(wrs, 32), 16);
+	EXPECT_EQ(r.q.counters().tx_port_full, 1u);
+	EXPECT_EQ(r.q.tx_burst(wrs + 16, 16), 0);
+	r.model.process();
+	EXPECT_EQ(r.q.tx_burst(wrs + 16, 16), 16); /* reaps, then takes them */
+	r.model.process();
+	r.q.tx_flush();
+	EXPECT_EQ(r.q.sq_outstanding(), 0u);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
+/* Drops on the send side: stale AH, inline over the limit, payload over the
+ * MTU, an mbuf outside every registered region. */
+TEST(Mlx5Datapath, SendDropsCounted)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.max_inline = 64;
+	queue_config qc;
+	qc.mtu = 1024;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const unsigned base = r.in_use();
+	const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+	const ah_handle stale = r.add_ah(roce_av(mc.local_gid));
+	ASSERT_EQ(r.ahs.retire(stale), 0);
+	std::vector<uint8_t> big(65);
+	send_wr w[3]{};
+	for (auto &x : w) {
+		x.ah = h;
+		x.remote_qpn = mc.qpn;
+		x.remote_qkey = mc.qkey;
+	}
+	w[0].ah = stale;
+	w[0].mbuf = payload_mbuf(r.mp, 10, 0);
+	w[1].flags = send_inline;
+	w[1].inline_data = big.data();
+	w[1].inline_len = 65;
+	w[2].mbuf = payload_mbuf(r.mp, 1025, 0);
+	EXPECT_EQ(r.q.tx_burst(w, 3), 3);
+	EXPECT_EQ(r.q.counters().tx_stale_ah, 1u);
+	EXPECT_EQ(r.q.mlx5_stats().tx_inline_too_long, 1u);
+	EXPECT_EQ(r.q.counters().tx_too_long, 1u);
+	EXPECT_EQ(r.q.mlx5_stats().doorbells, 0u); /* nothing posted, no doorbell */
+	EXPECT_EQ(r.in_use(), base);
+
+	/* A chained mbuf (one data segment per WQE), and an mbuf from a pool
+	 * the device has no memory region for: dropped, freed. */
+	rte_mbuf *m = payload_mbuf(r.mp, 10, 0);
+	ASSERT_EQ(rte_pktmbuf_chain(m, payload_mbuf(r.mp, 10, 0)), 0);
+	rte_mempool *other = rte_pktmbuf_pool_create("mlx5t_unreg", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+						     SOCKET_ID_ANY);
+	ASSERT_NE(other, nullptr);
+	send_wr y[2] = {w[2], w[2]};
+	y[0].mbuf = m;
+	y[1].mbuf = payload_mbuf(other, 10, 0);
+	EXPECT_EQ(r.q.tx_burst(y, 2), 2);
+	EXPECT_EQ(r.q.counters().tx_bad_mbuf, 2u);
+	EXPECT_EQ(r.q.mlx5_stats().doorbells, 0u);
+	EXPECT_EQ(r.in_use(), base);
+	EXPECT_EQ(rte_mempool_in_use_count(other), 0u);
+	rte_mempool_free(other);
+	EXPECT_EQ(r.q.counters().tx_pkts, 0u);
+}
+
+/* build_ib_av follows mlx5_create_ah's rules for an IB port. */
+TEST(Mlx5Av, IbAvAsProviderBuildsIt)
+{
+	ibv_ah_attr a{};
+	a.port_num = 1;
+	a.dlid = 0x1234;
+	a.sl = 0xb;
+	a.src_path_bits = 0xff;
+	a.static_rate = IBV_RATE_100_GBPS; /* index 16 -> mlx5 rate 15 */
+	mlx5_av av;
+	ASSERT_EQ(build_ib_av(a, false, &av), 0);
+	EXPECT_EQ(av.wqe.rlid, htobe16(0x1234));
+	EXPECT_EQ(av.wqe.fl_mlid, 0x7f);
+	EXPECT_EQ(av.wqe.stat_rate_sl, 15 << 4 | 0xb);
+	EXPECT_EQ(av.wqe.grh_gid_fl, 0u);
+	EXPECT_EQ(av.global, 0u);
+	const uint8_t zero[16] = {};
+	EXPECT_EQ(0, memcmp(av.wqe.rgid, zero, 16));
+	a.is_global = 1;
+	a.grh.sgid_index = 3;
+	a.grh.flow_label = 0x1abcde; /* 20 bits kept */
+	a.grh.hop_limit = 7;
+	a.grh.traffic_class = 0x11;
+	a.grh.dgid.raw[15] = 9;
+	ASSERT_EQ(build_ib_av(a, true, &av), 0);
+	EXPECT_EQ(be32toh(av.wqe.grh_gid_fl), 1u << 30 | 3u << 20 | 0xabcde);
+	EXPECT_EQ(av.wqe.hop_limit, 7);
+	EXPECT_EQ(av.wqe.tclass, 0x11);
+	EXPECT_EQ(av.wqe.rgid[15], 9);
+	EXPECT_EQ(av.global, 1u);
+	a.is_global = 0;
+	EXPECT_EQ(build_ib_av(a, true, &av), EINVAL); /* port requires a GRH */
+	a.port_num = 2;
+	EXPECT_EQ(build_ib_av(a, false, &av), EINVAL);
+	a.port_num = 1;
+	a.static_rate = ibv_rate(40);
+	EXPECT_EQ(build_ib_av(a, false, &av), EOPNOTSUPP);
+}
+
+/* parse_cqe agrees with mlx5dv's getters and the provider's field rules. */
+TEST(Mlx5Cqe, ParseFields)
+{
+	mlx5_cqe64 c{};
+	c.byte_cnt = htobe32(140);
+	c.flags_rqpn = htobe32(1u << 28 | 2u << 24 | 0xabcdef);
+	c.slid = htobe16(0x77);
+	c.imm_inval_pkey = htobe32(0xdeadbeef);
+	c.sop_drop_qpn = htobe32(0x99000123);
+	c.wqe_counter = htobe16(0x1234);
+	c.ml_path = 0x85;
+	c.op_own = MLX5_CQE_RESP_SEND_IMM << 4 | 2 | 1;
+	cqe_fields f;
+	EXPECT_EQ(parse_cqe(c, &f), cqe_class::recv);
+	EXPECT_EQ(f.opcode, mlx5dv_get_cqe_opcode(&c));
+	EXPECT_EQ(f.byte_cnt, 140u);
+	EXPECT_EQ(f.src_qp, 0xabcdefu);
+	EXPECT_EQ(f.qpn, 0x123u);
+	EXPECT_EQ(f.l3_or_sl, 2);
+	EXPECT_EQ(f.grh, 1);
+	EXPECT_TRUE(f.with_imm);
+	EXPECT_TRUE(f.solicited);
+	EXPECT_EQ(f.imm, htobe32(0xdeadbeef));
+	EXPECT_EQ(f.wqe_counter, 0x1234);
+	EXPECT_TRUE(cqe_sw_owned(&c, 8, 8));   /* lap 1: owner 1 */
+	EXPECT_FALSE(cqe_sw_owned(&c, 0, 8));  /* lap 0 expects owner 0 */
+	c.op_own = MLX5_CQE_INVALID << 4 | 1;
+	EXPECT_FALSE(cqe_sw_owned(&c, 8, 8));
+	c.op_own = MLX5_CQE_RESP_SEND << 4 | MLX5_INLINE_SCATTER_32;
+	EXPECT_EQ(parse_cqe(c, &f), cqe_class::inline_scatter);
+	c.op_own = MLX5_CQE_RESP_SEND << 4 | 3 << 2;
+	EXPECT_EQ(parse_cqe(c, &f), cqe_class::compressed);
+	auto &e = reinterpret_cast<mlx5_err_cqe &>(c);
+	e.syndrome = MLX5_CQE_SYNDROME_WR_FLUSH_ERR;
+	e.vendor_err_synd = 0x33;
+	c.op_own = MLX5_CQE_RESP_ERR << 4;
+	EXPECT_EQ(parse_cqe(c, &f), cqe_class::resp_err);
+	EXPECT_EQ(f.syndrome, MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	EXPECT_EQ(f.vendor_syndrome, 0x33);
+	c.op_own = MLX5_CQE_RESIZE_CQ << 4;
+	EXPECT_EQ(parse_cqe(c, &f), cqe_class::other);
+}
