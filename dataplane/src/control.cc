@@ -2,6 +2,7 @@
  * Copyright(c) 2026 The rdgram authors
  */
 #include "rdgram/control.h"
+#include "rdgram/fault.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -133,6 +134,7 @@ void *control_thread::main(void *arg)
 		}
 		if (n == 0 && stopping)
 			break;
+		RDGRAM_FAULT_CONTROL_LOOP(self); /* test builds only: fault.h */
 		const bool busy = self->run_pollers(rte_get_tsc_cycles());
 		if (n == 0 && !busy) {
 			/* Idle: the control thread may sleep; poll threads never wait

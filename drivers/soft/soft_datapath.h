@@ -95,7 +95,15 @@ struct soft_qp {
 	uint32_t qpn;
 	uint32_t qkey;
 	uint32_t psn; /* next send PSN, 24 bits */
+	/* May hold (and so send and receive) a controlled Q_Key, IBA 10.2.5. */
+	bool privileged;
 };
+
+/* IBA 10.2.5: Q_Keys with the most significant bit set are "controlled";
+ * a consumer cannot put one in a send WR (the bit there means "use the QP
+ * context's Q_Key", ibv_post_send(3)), and only a privileged consumer may
+ * have one in its QP context. */
+inline constexpr uint32_t qkey_controlled = 0x80000000u;
 
 /* Port facts the data path checks against (copied per queue). */
 struct soft_port_view {
@@ -146,13 +154,23 @@ public:
 		ctl_rx_ = ctl_rx;
 		ctl_tx_ = ctl_tx;
 	}
-	int add_qp(uint32_t qpn, uint32_t qkey)
+	/* Adds a QP with Q_Key qkey in its context (ibv_modify_qp(3) with
+	 * IBV_QP_QKEY). A controlled Q_Key needs privileged: EPERM otherwise,
+	 * as Linux refuses a controlled Q_Key to a process without
+	 * CAP_NET_RAW. The two-argument form is the trusted set-up path (the
+	 * process's own configuration, as before: rdgram-perf and rdgram-fwd
+	 * refuse controlled Q_Keys in their configs); code that sets up QPs for
+	 * a less trusted party passes privileged = false. 0, ENOSPC or EPERM. */
+	int add_qp(uint32_t qpn, uint32_t qkey, bool privileged)
 	{
 		if (nqp_ == max_qps)
 			return ENOSPC;
-		qps_[nqp_++] = soft_qp{qpn, qkey, 0};
+		if ((qkey & qkey_controlled) && !privileged)
+			return EPERM;
+		qps_[nqp_++] = soft_qp{qpn, qkey, 0, privileged};
 		return 0;
 	}
+	int add_qp(uint32_t qpn, uint32_t qkey) { return add_qp(qpn, qkey, true); }
 	soft_qp *qp(unsigned i) { return i < nqp_ ? &qps_[i] : nullptr; }
 	unsigned nb_qps() const { return nqp_; }
 	/* Which local QP sends (its QPN goes in DETH); index into qps. */
@@ -411,6 +429,15 @@ inline bool soft_queue::build_masked(const send_wr &wr, soft_qp &sq, rte_mbuf *m
 		ctr_.tx_stale_ah++;
 		return false;
 	}
+	/* A controlled Q_Key reaches the wire only from the QP context (the
+	 * WR's high bit selects it): refuse it when that context is not
+	 * privileged. add_qp already refuses such a context; this catches one
+	 * edited afterwards (qp() hands out the struct), before any byte is
+	 * written. One predictable branch per packet. */
+	if (unlikely((sq.qkey & qkey_controlled) && !sq.privileged && (wr.remote_qkey & qkey_controlled))) {
+		ctr_.tx_bad_qkey++;
+		return false;
+	}
 	const bool inl = (wr.flags & send_inline) != 0;
 	const bool imm = (wr.flags & send_imm) != 0;
 	const uint32_t paylen = inl ? wr.inline_len : rte_pktmbuf_pkt_len(m);
@@ -480,7 +507,7 @@ inline bool soft_queue::build_masked(const send_wr &wr, soft_qp &sq, rte_mbuf *m
 	sq.psn = (sq.psn + 1) & 0xffffff;
 	auto *deth = reinterpret_cast<wire::deth *>(bth + 1);
 	/* IBA 10.2.5: a WR Q_Key with the high bit set means the QP's own. */
-	uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? sq.qkey : wr.remote_qkey;
+	uint32_t qkey = (wr.remote_qkey & qkey_controlled) ? sq.qkey : wr.remote_qkey;
 	deth->qkey = rte_cpu_to_be_32(qkey);
 	deth->resv8 = 0;
 	wire::put24(deth->sqpn, sq.qpn);

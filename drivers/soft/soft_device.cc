@@ -305,9 +305,10 @@ int soft_device::make_av(const ibv_ah_attr &a, soft_av &av, uint32_t *neigh_id) 
 
 ah_handle soft_device::create_ah(const ibv_ah_attr &a, int *err)
 {
-	if (inject_err_ != 0) {
+	if (unlikely(inject_left_ != 0)) {
 		*err = inject_err_;
-		inject_err_ = 0;
+		inject_left_--;
+		injected_++;
 		return ah_null;
 	}
 	uint32_t slot, nid;

@@ -112,8 +112,16 @@ public:
 	/* Sets up data-path queue q for a poll thread on NUMA node socket
 	 * (it reads that node's AV replica; SOCKET_ID_ANY: the first). */
 	int init_queue(uint16_t q, soft_queue &out, int socket = SOCKET_ID_ANY) const;
-	/* Fault switch for tests: the next create_ah fails with this errno. */
-	void inject_create_error(int e) { inject_err_ = e; }
+	/* Fault switch for tests: the next count create_ah calls fail with
+	 * errno e (count 0 or e 0: off). (Control thread, like create_ah; a
+	 * control-path branch, so it stays in every build: fault.h.) */
+	void inject_create_error(int e, uint32_t count = 1)
+	{
+		inject_err_ = e;
+		inject_left_ = e != 0 ? count : 0;
+	}
+	/* create_ah calls failed by the switch so far. (Control thread.) */
+	uint64_t injected_create_errors() const { return injected_; }
 
 	rte_mempool *mempool() const { return mp_; }
 	uint16_t port_id() const { return cfg_.port_id; }
@@ -151,6 +159,8 @@ private:
 	rte_ring *ctl_tx_ = nullptr; /* control -> queue 0: frames to send */
 	bool started_ = false;
 	int inject_err_ = 0;
+	uint32_t inject_left_ = 0;
+	uint64_t injected_ = 0;
 	std::string err_;
 };
 

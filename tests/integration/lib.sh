@@ -12,5 +12,25 @@ check_pair() {
   grep -q 'MsgRate\[Mpps\]' "$dir/client.out" || { echo "FAIL: no bandwidth table"; fail=1; }
   [ -n "$lossy" ] && got='[0-9]*'
   grep -q "receiver: $got of $n messages" "$dir/client.out" || { echo "FAIL: bandwidth messages lost or not counted"; fail=1; }
+  # The accounting invariant (tests/common/accounting.h) as far as
+  # rdgram-perf's output shows it: on a loss-free path, sent = received
+  # (above) and no message dropped under any reason (rdgram-perf prints every
+  # non-zero counter).
+  if [ -z "$lossy" ] && grep -Eo ' (rx_(not_|truncated|bad_|ip_fragment|dgid_|unknown_|chained_|control_full)|tx_(stale_|too_long|bad_))[a-z_]*=[1-9][0-9]*' \
+      "$dir/client.out" "$dir/server.out"; then
+    echo "FAIL: messages dropped (counters above)"; fail=1
+  fi
   return $fail
+}
+
+# Waits (up to 60 s) until a memif server has created its socket: a net_memif
+# client that starts first fails to connect and does not retry. A fixed
+# sleep was not enough on a loaded machine.
+wait_socket() {
+  for _ in $(seq 1 600); do
+    [ -S "$1" ] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: $1 never appeared (memif server did not start)"
+  return 1
 }

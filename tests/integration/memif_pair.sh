@@ -13,7 +13,7 @@ common=(-c "$cfg" --timeout 60 -s 128)
 "$perf" "${common[@]}" --mode server \
   --port "net_memif0,role=server,id=0,socket=$sock,socket-abstract=no" >"$tmp/server.out" 2>&1 &
 spid=$!
-sleep 0.5
+wait_socket "$sock" || exit 1
 "$perf" "${common[@]}" --mode client -n 20000 \
   --port "net_memif0,role=client,id=0,socket=$sock,socket-abstract=no" >"$tmp/client.out" 2>&1
 crc=$?

@@ -12,6 +12,7 @@
 #include <rte_cycles.h>
 #include <rte_launch.h>
 
+#include "accounting.h"
 #include "eal_env.h"
 
 using namespace rdgram;
@@ -137,6 +138,18 @@ TEST_P(SoftE2E, AllArriveIntact)
 	g_rt->ctl().call([&] { EXPECT_EQ(p.dev[0].destroy_ah(h), 0); });
 	EXPECT_EQ(p.in_use(0), 0u) << "sender mbufs leaked";
 	EXPECT_EQ(p.in_use(1), 0u) << "receiver mbufs leaked";
+	/* The accounting invariant (tests/common/accounting.h). */
+	accounting a("soft_e2e " + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+	uint32_t live = 0;
+	g_rt->ctl().call([&] { live = p.dev[0].live_ahs() + p.dev[1].live_ahs(); });
+	a.sent(x.failed ? 0 : N);
+	a.received(got);
+	a.sender(p.q[0].counters());
+	a.receiver(p.q[1].counters());
+	a.live_ahs(live);
+	a.pool(p.dev[0].mempool());
+	a.pool(p.dev[1].mempool());
+	a.check();
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, SoftE2E,

@@ -54,6 +54,7 @@
 #include <rte_mbuf.h>
 #include <rte_ring.h>
 
+#include "accounting.h"
 #include "eal_env.h"
 #include "rdgram/ah_registry.h"
 #include "rdgram/dest_cache.h"
@@ -838,6 +839,19 @@ TEST(AhStress, TwoPollThreadsAgainstControlChurn)
 	EXPECT_EQ(live_before, reg_size);
 	EXPECT_EQ(live_after, 0u);
 	EXPECT_EQ(p.in_use(), 0u) << "mbufs leaked";
+	{
+		/* The accounting invariant (tests/common/accounting.h): every
+		 * accepted WR was received or dropped as a stale AH. */
+		accounting a("ah_stress");
+		for (unsigned j = 0; j < 2; j++) {
+			a.sent(s[j].accepted);
+			a.received(rx[j].received);
+			a.sender(s[j].q.counters());
+		}
+		a.live_ahs(live_after);
+		a.pool(p.dev.mempool());
+		a.check();
+	}
 
 	printf("ah_stress%s: %.2f s, registry %u, %u destinations (%" PRIu64 " got an AH, %" PRIu64
 	       " received a message)\n",
@@ -919,6 +933,10 @@ TEST(AhStress, CheckerRejectsAnotherDestinationsAv)
 	});
 	EXPECT_EQ(p.dev.live_ahs(), 0u);
 	EXPECT_EQ(p.in_use(), 0u);
+	accounting a("ah_stress checker"); /* frames checked in place: no loopback */
+	a.live_ahs(p.dev.live_ahs());
+	a.pool(p.dev.mempool());
+	a.check(false);
 }
 
 /* The AH storm: 100,000 distinct AHs created through the control thread in
@@ -1003,6 +1021,10 @@ TEST(AhStress, HundredThousandAhStorm)
 	       "destroyed in %.1f ms\n",
 	       under_tsan ? " (TSan)" : "", n_dest, ready_ms, ready_ms * 1000.0 / n_dest, chunk,
 	       destroy_ms);
+	accounting a("ah_storm"); /* no traffic: AHs, mbufs, threads */
+	a.live_ahs(live);
+	a.pool(p.dev.mempool());
+	a.check(false);
 }
 
 } // namespace

@@ -36,7 +36,8 @@ namespace rdgram {
 #define RDGRAM_TX_DROPS(X)                                                     \
 	X(tx_stale_ah, "AH handle generation no longer live")                  \
 	X(tx_too_long, "payload above the path MTU")                           \
-	X(tx_bad_mbuf, "payload mbuf chained or short of head/tailroom")
+	X(tx_bad_mbuf, "payload mbuf chained or short of head/tailroom")        \
+	X(tx_bad_qkey, "controlled Q_Key (high bit) from a non-privileged QP")
 
 struct qp_counters {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
