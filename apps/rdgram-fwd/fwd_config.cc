@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "fwd_config.h"
+
+#include <set>
+
+#include "rdgram/config.h"
+
+namespace rdgram::fwd {
+
+namespace {
+
+uint32_t get_qkey(table_reader &t, const char *key, uint32_t def)
+{
+	/* A privileged Q_Key (high bit set) needs privilege on real HCAs, and
+	 * on the send side the high bit means "use the QP's own" (IBA 10.2.5). */
+	return uint32_t(t.get_int(key, def, 0, 0x7fffffff));
+}
+
+std::optional<uint32_t> opt_int(table_reader &t, const char *key, int64_t min, int64_t max)
+{
+	if (!t.has(key))
+		return std::nullopt;
+	return uint32_t(t.get_int(key, 0, min, max));
+}
+
+void load_port(table_reader t, port_config &p)
+{
+	p.name = t.get_string("name", p.name);
+	p.device = t.get_string("device", p.device);
+	p.mac = t.get_mac("mac", p.mac, &p.set_mac);
+	if (t.has("addresses")) {
+		p.addresses = t.get_ip_array("addresses");
+		if (p.addresses.empty())
+			t.fail("addresses", "at least one IPv4 or IPv6 address");
+		for (const auto &a : p.addresses)
+			if (a.is_multicast() || a.is_zero())
+				t.fail("addresses", "unicast IPv4 or IPv6 addresses");
+	}
+	p.mtu = uint32_t(t.get_int("mtu", p.mtu, 256, 4096));
+	if (p.mtu & (p.mtu - 1))
+		t.fail("mtu", "one of 256, 512, 1024, 2048, 4096");
+	p.pkey = uint16_t(t.get_int("pkey", p.pkey, 1, 0xffff));
+	p.max_ah = uint32_t(t.get_int("max_ah", p.max_ah, 1, 1 << 24));
+	p.resolve = t.get_bool("resolve", p.resolve);
+	p.nb_mbufs = uint32_t(t.get_int("mbufs", p.nb_mbufs, 1023, 1 << 22));
+	if (t.has("neighbours")) {
+		p.neighbours.clear();
+		for (auto n : t.get_table_array("neighbours")) {
+			neigh_config nc{};
+			auto ip = n.get_ip("ip");
+			if (!ip)
+				n.fail("ip", "the neighbour's IPv4 or IPv6 address");
+			nc.ip = *ip;
+			bool given = false;
+			nc.mac = n.get_mac("mac", nc.mac, &given);
+			if (!given)
+				n.fail("mac", "the neighbour's MAC address");
+			n.finish();
+			p.neighbours.push_back(nc);
+		}
+	}
+	if (t.has("qps")) {
+		p.qps.clear();
+		std::set<uint32_t> seen;
+		for (auto q : t.get_table_array("qps")) {
+			qp_config qc{};
+			if (!q.has("qpn"))
+				q.fail("qpn", "a QP number from 2 to 0xffffff");
+			qc.qpn = uint32_t(q.get_int("qpn", 0, 2, 0xffffff));
+			qc.qkey = get_qkey(q, "qkey", 0x11111111);
+			if (!seen.insert(qc.qpn).second)
+				q.fail("qpn", "a QP number not used twice on the port");
+			q.finish();
+			p.qps.push_back(qc);
+		}
+		if (p.qps.empty() || p.qps.size() > 8)
+			t.fail("qps", "1 to 8 QPs (the soft driver's per-queue limit)");
+	}
+	t.finish();
+}
+
+void load_peer(table_reader t, peer_config &p)
+{
+	auto ip = t.get_ip("ip");
+	if (!ip)
+		t.fail("ip", "the peer's IPv4 or IPv6 address");
+	if (ip->is_zero())
+		t.fail("ip", "a unicast or multicast address, not zero");
+	p.ip = *ip;
+	bool given = false;
+	rte_ether_addr m = t.get_mac("mac", rte_ether_addr{}, &given);
+	if (given)
+		p.mac = m;
+	if (!t.has("qpn"))
+		t.fail("qpn", "the peer's QP number (1 to 0xffffff)");
+	p.qpn = uint32_t(t.get_int("qpn", 0, 1, 0xffffff));
+	if (t.has("qkey"))
+		p.qkey = get_qkey(t, "qkey", 0);
+	p.port = t.get_string("port", p.port);
+	p.hop_limit = uint8_t(t.get_int("hop_limit", p.hop_limit, 1, 255));
+	p.traffic_class = uint8_t(t.get_int("traffic_class", p.traffic_class, 0, 255));
+	t.finish();
+}
+
+} // namespace
+
+void load_fwd_config(const std::string &path, fwd_config &c)
+{
+	toml::table root = parse_config_file(path);
+	table_reader r(root, "", path);
+	if (auto t = r.get_table("fwd")) {
+		c.mode = t->get_enum("mode", c.mode, {"reflect", "forward"});
+		c.duration_s = t->get_double("duration", c.duration_s, 0, 1e9);
+		c.max_packets = uint64_t(t->get_int("max_packets", int64_t(c.max_packets), 0, INT64_MAX));
+		c.idle_exit_s = t->get_double("idle_exit", c.idle_exit_s, 0, 1e9);
+		c.stats_interval_s = t->get_double("stats_interval", c.stats_interval_s, 0, 1e9);
+		c.stats_json = t->get_string("stats_json", c.stats_json);
+		c.pending_dests = uint32_t(t->get_int("pending_destinations", c.pending_dests, 1, 1 << 20));
+		c.pending_per_dest = uint32_t(t->get_int("pending_per_destination", c.pending_per_dest, 1, 1 << 24));
+		c.pending_total = uint32_t(t->get_int("pending_total", c.pending_total, 1, 1 << 24));
+		c.pending_timeout_ms = uint32_t(t->get_int("pending_timeout_ms", c.pending_timeout_ms, 1, 3600000));
+		t->finish();
+	}
+	if (auto t = r.get_table("eal")) {
+		c.eal_args = t->get_string_array("args");
+		t->finish();
+	}
+	if (r.has("port")) {
+		c.ports.clear();
+		std::set<std::string> names;
+		size_t i = 0;
+		for (auto t : r.get_table_array("port")) {
+			port_config p;
+			/* (append, not "p" + to_string(): GCC 12's false -Wrestrict, PR 105651) */
+			p.name = "p";
+			p.name += std::to_string(i++);
+			load_port(t, p);
+			if (!names.insert(p.name).second)
+				t.fail("name", "a port name not used twice");
+			c.ports.push_back(p);
+		}
+	}
+	if (auto t = r.get_table("peers")) {
+		c.peers.clear();
+		/* table_reader reads known keys; peers are named by the user, so
+		 * walk the raw table for the names and read each through it. */
+		for (const auto &[k, v] : *root["peers"].as_table()) {
+			const std::string name(k.str());
+			peer_config p;
+			p.name = name;
+			auto pt = t->get_table(name.c_str());
+			if (!pt)
+				t->fail(name.c_str(), "a table {ip, qpn, ...}");
+			load_peer(*pt, p);
+			c.peers.push_back(p);
+		}
+		t->finish();
+	}
+	if (r.has("rule")) {
+		c.rules.clear();
+		for (auto t : r.get_table_array("rule")) {
+			rule_config rc;
+			rc.match_qpn = opt_int(t, "match_qpn", 1, 0xffffff);
+			rc.match_qkey = opt_int(t, "match_qkey", 0, 0x7fffffff);
+			if (!t.has("to"))
+				t.fail("to", "the name of a peer in [peers]");
+			rc.to = t.get_string("to", "");
+			bool known = false;
+			for (const auto &p : c.peers)
+				known |= p.name == rc.to;
+			if (!known)
+				t.fail("to", "the name of a peer in [peers]");
+			rc.rewrite_qkey = opt_int(t, "rewrite_qkey", 0, 0x7fffffff);
+			t.finish();
+			c.rules.push_back(rc);
+		}
+	}
+	r.finish();
+	/* Egress port names must exist. */
+	for (const auto &p : c.peers) {
+		if (p.port.empty())
+			continue;
+		bool found = false;
+		for (const auto &pc : c.ports)
+			found |= pc.name == p.port;
+		if (!found)
+			throw config_error(path + ": key 'peers." + p.name + ".port': no [[port]] is named '" +
+					   p.port + "'");
+	}
+}
+
+void check_fwd_config(const fwd_config &c)
+{
+	if (c.ports.empty())
+		throw config_error("no port: give [[port]] in the config or --port DEVARGS");
+	for (const auto &p : c.ports) {
+		if (p.device.empty())
+			throw config_error("port '" + p.name + "' has no device (config 'device' or --port)");
+		if (p.addresses.empty())
+			throw config_error("port '" + p.name + "' has no addresses");
+		if (p.qps.empty())
+			throw config_error("port '" + p.name + "' has no qps");
+	}
+	if (c.mode == "forward" && c.rules.empty())
+		throw config_error("mode forward needs at least one [[rule]] (and its [peers.NAME])");
+	for (const auto &pe : c.peers)
+		for (const auto &po : c.ports)
+			if (pe.port.empty() || pe.port == po.name) {
+				/* The AH's source GID must be of the peer's family. */
+				bool family = false;
+				for (const auto &a : po.addresses)
+					family |= a.is_v4_mapped() == pe.ip.is_v4_mapped();
+				if (!family)
+					throw config_error("peer '" + pe.name + "': its port '" + po.name +
+							   "' has no address of the peer's IP family");
+				break;
+			}
+}
+
+} // namespace rdgram::fwd

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-fwd settings: built-in defaults, then a TOML file (--config), then
+ * command-line options, each overriding the last. See config/rdgram-fwd.toml
+ * for every key.
+ */
+#ifndef RDGRAM_FWD_CONFIG_H
+#define RDGRAM_FWD_CONFIG_H
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <rte_ether.h>
+
+#include "rdgram/wire.h"
+
+namespace rdgram::fwd {
+
+struct qp_config {
+	uint32_t qpn;
+	uint32_t qkey;
+};
+
+struct neigh_config {
+	wire::gid ip;
+	rte_ether_addr mac;
+};
+
+/* One DPDK port with the soft RoCEv2 driver on it. */
+struct port_config {
+	std::string name;   /* what peers' "port" refers to */
+	std::string device; /* ethdev name (from EAL --vdev or a PCI address) or vdev devargs */
+	bool set_mac = false;
+	rte_ether_addr mac{};
+	std::vector<wire::gid> addresses; /* GID table, index = sgid_index */
+	uint32_t mtu = 4096;
+	uint16_t pkey = 0xffff;
+	uint32_t max_ah = 65536;
+	bool resolve = true;
+	std::vector<neigh_config> neighbours;
+	std::vector<qp_config> qps;
+	uint32_t nb_mbufs = 8191;
+};
+
+/* A destination of forwarded traffic. */
+struct peer_config {
+	std::string name;
+	wire::gid ip{};
+	std::optional<rte_ether_addr> mac; /* static neighbour; else ARP/ND */
+	uint32_t qpn = 0;
+	std::optional<uint32_t> qkey; /* unset: keep the packet's Q_Key */
+	std::string port;             /* egress port name; "" = the first */
+	uint8_t hop_limit = 64;
+	uint8_t traffic_class = 0;
+};
+
+/* Forwarding rule: first match wins. */
+struct rule_config {
+	std::optional<uint32_t> match_qpn;  /* destination QPN (a local QP) */
+	std::optional<uint32_t> match_qkey; /* the packet's Q_Key */
+	std::string to;                     /* peer name */
+	std::optional<uint32_t> rewrite_qkey;
+};
+
+struct fwd_config {
+	std::string mode = "reflect"; /* reflect | forward */
+	double duration_s = 0;        /* 0: until a signal */
+	uint64_t max_packets = 0;     /* 0: no limit */
+	double idle_exit_s = 0;       /* 0: never */
+	double stats_interval_s = 0;  /* 0: only on exit and SIGUSR1 */
+	std::string stats_json;       /* "" : none */
+	/* The reply path's pending queue (ah_client_config). */
+	uint32_t pending_dests = 1024;
+	uint32_t pending_per_dest = 1024;
+	uint32_t pending_total = 16384;
+	uint32_t pending_timeout_ms = 1000;
+	std::vector<std::string> eal_args;
+	std::vector<port_config> ports;
+	std::vector<peer_config> peers;
+	std::vector<rule_config> rules;
+};
+
+/* Applies a TOML file; throws config_error with file:line:column. */
+void load_fwd_config(const std::string &path, fwd_config &cfg);
+/* Cross-checks that need the whole config (after CLI overrides); throws
+ * config_error. */
+void check_fwd_config(const fwd_config &cfg);
+
+} // namespace rdgram::fwd
+
+#endif

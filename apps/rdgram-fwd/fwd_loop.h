@@ -1,0 +1,367 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-fwd's poll loop: one poll lcore runs every port to completion.
+ *
+ *   rx_burst (soft driver: malformed frames counted by reason, ARP/ND to the
+ *             control thread)
+ *     reflect: reply_key(wc) (ibv_init_ah_from_wc(3) semantics) -> send the
+ *              received mbuf back, GRH area stripped, to wc.src_qp from the
+ *              QP that received it, through that QP's ah_client (the reply
+ *              AH is created once per sender on the control thread, then
+ *              found in the dest_cache)
+ *     forward: first rule whose QPN/Q_Key match -> the peer's key (AH held
+ *              since start-up when the peer's MAC is configured, resolved on
+ *              first use otherwise), optional Q_Key rewrite; no match:
+ *              freed and counted as fwd_no_rule
+ *   ah_client::poll (answers from the control thread: flush or drop)
+ *   tx_flush, rte_rcu_qsbr_quiescent
+ *
+ * No syscall, lock, heap allocation or virtual call per packet: everything
+ * below is arrays sized at start-up, and the driver and the AH client are
+ * templates/inline. The main thread reads counters only through a snapshot
+ * the poll thread copies when asked (one relaxed load per loop), so no
+ * counter is ever read while it is written.
+ */
+#ifndef RDGRAM_FWD_LOOP_H
+#define RDGRAM_FWD_LOOP_H
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+#include <rte_rcu_qsbr.h>
+
+#include "rdgram/ah_service.h"
+#include "soft_device.h"
+
+namespace rdgram::fwd {
+
+inline constexpr unsigned max_ports = 8;
+inline constexpr unsigned max_qps = soft::soft_queue::max_qps;
+inline constexpr unsigned max_rules = 64;
+inline constexpr unsigned max_peers = 64;
+inline constexpr unsigned burst = soft::soft_queue::max_burst;
+/* Send Q_Key with the high bit set: the sending QP's own (IBA 10.2.5). */
+inline constexpr uint32_t qkey_of_qp = 0x80000000u;
+
+/* Application counters of one local QP (the one a packet was addressed to). */
+#define RDGRAM_FWD_QP_COUNTERS(X)                                                   \
+	X(rx, "completions delivered to this QP")                                   \
+	X(rx_bytes, "payload bytes delivered (GRH area not counted)")             \
+	X(reflected, "replies handed to the reply path (sent, waiting or dropped there)") \
+	X(forwarded, "packets handed to a peer's send path")                      \
+	X(fwd_no_rule, "drop: no forwarding rule matched")                        \
+	X(reply_bad_wc, "drop: no reply AH can be derived from the completion")   \
+	X(tx_full, "drop: the egress queue took no more (port full)")
+
+struct qp_app_counters {
+#define X(name, desc) uint64_t name;
+	RDGRAM_FWD_QP_COUNTERS(X)
+#undef X
+};
+
+/* One port as the poll thread owns it. The ah_clients are per local QP: a
+ * client's waiting messages are sent later from its poll(), so each QP gets
+ * its own and the source QPN of a late reply is still the right one. */
+struct port_state {
+	soft::soft_queue q;
+	ah_client cl[max_qps];
+	uint32_t qpn[max_qps];
+	uint32_t qkey[max_qps];
+	unsigned nqp = 0;
+	qp_app_counters qc[max_qps]{};
+
+	/* Index of a local QPN (delivered completions always have one). */
+	unsigned qp_index(uint32_t qpn_) const
+	{
+		for (unsigned i = 0; i < nqp; i++)
+			if (qpn[i] == qpn_)
+				return i;
+		return 0;
+	}
+};
+
+struct peer_state {
+	ah_key key;        /* resolved through the egress port's dest_cache */
+	unsigned port;     /* egress port index */
+	uint32_t qpn;
+	uint32_t qkey;     /* qkey_of_qp bit clear: fixed; else keep the packet's */
+	bool keep_qkey;
+};
+
+struct rule_state {
+	bool has_qpn, has_qkey, rewrite;
+	uint32_t qpn, qkey, new_qkey;
+	unsigned peer;
+};
+
+/* What the main thread reads: a copy taken by the poll thread. */
+struct snapshot {
+	double elapsed_s;
+	uint64_t loops;
+	struct port_snap {
+		qp_counters drv;
+		qp_app_counters qc[max_qps];
+		ah_client_counters reply[max_qps];
+		uint32_t waiting;
+	} port[max_ports];
+	uint64_t rule_hits[max_rules];
+};
+
+struct loop_ctx {
+	/* Set up by main before launch. */
+	port_state *ports[max_ports]{};
+	unsigned nports = 0;
+	bool reflect = true;
+	peer_state peers[max_peers]{};
+	unsigned npeers = 0;
+	rule_state rules[max_rules]{};
+	unsigned nrules = 0;
+	uint64_t rule_hits[max_rules]{};
+	rte_rcu_qsbr *qsbr = nullptr;
+	uint64_t max_packets = 0;   /* 0: none */
+	uint64_t duration_cyc = 0;  /* 0: none */
+	uint64_t idle_cyc = 0;      /* 0: never */
+	uint64_t drain_cyc = 0;     /* after the loop: waiting replies */
+
+	/* Main <-> poll thread. */
+	std::atomic<bool> stop{false};
+	std::atomic<bool> done{false};
+	std::atomic<uint32_t> snap_req{0}, snap_ack{0};
+	snapshot snap{};
+
+	/* Poll thread only. */
+	uint64_t start = 0, loops = 0, delivered = 0;
+	const char *why = "stopped";
+
+	void take_snapshot(uint64_t now)
+	{
+		snap.elapsed_s = double(now - start) / double(rte_get_tsc_hz());
+		snap.loops = loops;
+		for (unsigned p = 0; p < nports; p++) {
+			const port_state &ps = *ports[p];
+			snap.port[p].drv = ps.q.counters();
+			snap.port[p].waiting = 0;
+			for (unsigned i = 0; i < ps.nqp; i++) {
+				snap.port[p].qc[i] = ps.qc[i];
+				snap.port[p].reply[i] = ps.cl[i].counters();
+				snap.port[p].waiting += ps.cl[i].waiting_messages();
+			}
+		}
+		memcpy(snap.rule_hits, rule_hits, sizeof(rule_hits));
+	}
+
+	/* Frames the port gave the driver: delivered, to the control thread,
+	 * or dropped by a named reason. */
+	uint64_t frames_seen() const
+	{
+		uint64_t n = 0;
+		for (unsigned p = 0; p < nports; p++) {
+			const qp_counters &k = ports[p]->q.counters();
+			n += k.rx_pkts + k.rx_to_control + k.rx_drops();
+		}
+		return n;
+	}
+	bool idle_now() const
+	{
+		for (unsigned p = 0; p < nports; p++) {
+			if (ports[p]->q.tx_pending() != 0)
+				return false;
+			for (unsigned i = 0; i < ports[p]->nqp; i++)
+				if (ports[p]->cl[i].waiting_messages() != 0)
+					return false;
+		}
+		return true;
+	}
+
+	/* Sends wrs (to keys) from QP sq of egress port e; what the driver
+	 * does not take after one flush is freed and counted against the
+	 * receiving QP's tx_full. */
+	static void send(port_state &e, unsigned sq, const ah_key *keys, send_wr *wrs, uint16_t n,
+			 uint64_t now, qp_app_counters &from)
+	{
+		e.q.select_send_qp(sq);
+		uint16_t s = e.cl[sq].send_burst(e.q, keys, wrs, n, now);
+		if (unlikely(s < n)) {
+			e.q.tx_flush();
+			s = uint16_t(s + e.cl[sq].send_burst(e.q, keys + s, wrs + s, uint16_t(n - s), now));
+			for (uint16_t i = s; i < n; i++)
+				rte_pktmbuf_free(wrs[i].mbuf);
+			from.tx_full += n - s;
+		}
+	}
+
+	/* The WR that sends a received payload on: the same mbuf, its GRH area
+	 * stripped, the immediate data carried over. */
+	static send_wr wr_from(const recv_wc &wc, uint32_t qpn, uint32_t qkey)
+	{
+		rte_pktmbuf_adj(wc.mbuf, uint16_t(wire::grh_len));
+		const bool imm = (wc.wc_flags & wc_with_imm) != 0;
+		return send_wr{ah_null, qpn, qkey, wc.mbuf, nullptr, 0, imm ? wc.imm_data : 0,
+			       uint16_t(imm ? send_imm : 0)};
+	}
+
+	void reflect_burst(port_state &ps, recv_wc *wcs, const uint8_t *qi, uint16_t n, uint64_t now)
+	{
+		for (unsigned i = 0; i < ps.nqp; i++) {
+			ah_key keys[burst];
+			send_wr wrs[burst];
+			uint16_t k = 0;
+			for (uint16_t j = 0; j < n; j++) {
+				if (qi[j] != i)
+					continue;
+				const recv_wc &wc = wcs[j];
+				if (unlikely(ps.cl[i].reply_key(wc, &keys[k]) != 0)) {
+					ps.qc[i].reply_bad_wc++;
+					rte_pktmbuf_free(wc.mbuf);
+					continue;
+				}
+				wrs[k++] = wr_from(wc, wc.src_qp, qkey_of_qp);
+			}
+			if (k == 0)
+				continue;
+			ps.qc[i].reflected += k;
+			send(ps, i, keys, wrs, k, now, ps.qc[i]);
+		}
+	}
+
+	void forward_burst(unsigned pi, recv_wc *wcs, const uint8_t *qi, uint16_t n, uint64_t now)
+	{
+		port_state &ps = *ports[pi];
+		for (unsigned i = 0; i < ps.nqp; i++) {
+			ah_key keys[max_ports][burst];
+			send_wr wrs[max_ports][burst];
+			uint16_t k[max_ports] = {};
+			bool any = false;
+			const uint32_t qpn = ps.qpn[i], qkey = ps.qkey[i];
+			for (uint16_t j = 0; j < n; j++) {
+				if (qi[j] != i)
+					continue;
+				/* The driver accepted only packets whose Q_Key equals the
+				 * QP's (IBA 10.2.5), so the QP's Q_Key is the packet's. */
+				unsigned r = 0;
+				for (; r < nrules; r++) {
+					const rule_state &ru = rules[r];
+					if ((!ru.has_qpn || ru.qpn == qpn) && (!ru.has_qkey || ru.qkey == qkey))
+						break;
+				}
+				if (r == nrules) {
+					ps.qc[i].fwd_no_rule++;
+					rte_pktmbuf_free(wcs[j].mbuf);
+					continue;
+				}
+				rule_hits[r]++;
+				const rule_state &ru = rules[r];
+				const peer_state &pe = peers[ru.peer];
+				const uint32_t out_qkey = ru.rewrite ? ru.new_qkey : pe.keep_qkey ? qkey : pe.qkey;
+				const unsigned e = pe.port;
+				keys[e][k[e]] = pe.key;
+				wrs[e][k[e]++] = wr_from(wcs[j], pe.qpn, out_qkey);
+				any = true;
+			}
+			if (!any)
+				continue;
+			for (unsigned e = 0; e < nports; e++) {
+				if (k[e] == 0)
+					continue;
+				ps.qc[i].forwarded += k[e];
+				/* Same port: from the receiving QP; another port: from
+				 * its first QP. */
+				send(*ports[e], e == pi ? i : 0, keys[e], wrs[e], k[e], now, ps.qc[i]);
+			}
+		}
+	}
+
+	/* The poll thread's body. */
+	void run(unsigned tid)
+	{
+		start = rte_get_tsc_cycles();
+		uint64_t last_active = start, last_seen = 0;
+		const uint64_t end = duration_cyc != 0 ? start + duration_cyc : UINT64_MAX;
+		uint32_t acked = snap_ack.load(std::memory_order_relaxed);
+		for (;;) {
+			const uint64_t now = rte_get_tsc_cycles();
+			loops++;
+			for (unsigned p = 0; p < nports; p++) {
+				port_state &ps = *ports[p];
+				for (unsigned i = 0; i < ps.nqp; i++) {
+					ps.q.select_send_qp(i);
+					ps.cl[i].poll(ps.q, now);
+				}
+				uint16_t want = burst;
+				if (max_packets != 0 && max_packets - delivered < want)
+					want = uint16_t(max_packets - delivered);
+				recv_wc wcs[burst];
+				const uint16_t n = want != 0 ? ps.q.rx_burst(wcs, want) : 0;
+				if (n != 0) {
+					uint8_t qi[burst];
+					delivered += n;
+					for (uint16_t j = 0; j < n; j++) {
+						const unsigned i = ps.qp_index(wcs[j].qp_num);
+						qi[j] = uint8_t(i);
+						ps.qc[i].rx++;
+						ps.qc[i].rx_bytes += wcs[j].byte_len - wire::grh_len;
+					}
+					if (reflect)
+						reflect_burst(ps, wcs, qi, n, now);
+					else
+						forward_burst(p, wcs, qi, n, now);
+				}
+			}
+			for (unsigned p = 0; p < nports; p++)
+				ports[p]->q.tx_flush();
+			rte_rcu_qsbr_quiescent(qsbr, tid);
+
+			const uint32_t req = snap_req.load(std::memory_order_acquire);
+			if (unlikely(req != acked)) {
+				take_snapshot(now);
+				acked = req;
+				snap_ack.store(req, std::memory_order_release);
+			}
+			if (unlikely(stop.load(std::memory_order_relaxed)))
+				break;
+			if (unlikely(now >= end)) {
+				why = "duration reached";
+				break;
+			}
+			if (max_packets != 0 && delivered >= max_packets && idle_now()) {
+				why = "max packets reached";
+				break;
+			}
+			if (idle_cyc != 0) {
+				const uint64_t seen = frames_seen();
+				if (seen != last_seen || !idle_now()) {
+					last_seen = seen;
+					last_active = now;
+				} else if (now - last_active >= idle_cyc) {
+					why = "idle";
+					break;
+				}
+			}
+		}
+		/* Replies still waiting for their AH get until the drain deadline;
+		 * what is left then is dropped (counted) by ah_client::fini. */
+		const uint64_t dend = rte_get_tsc_cycles() + drain_cyc;
+		while (!idle_now() && rte_get_tsc_cycles() < dend) {
+			const uint64_t now = rte_get_tsc_cycles();
+			for (unsigned p = 0; p < nports; p++) {
+				port_state &ps = *ports[p];
+				for (unsigned i = 0; i < ps.nqp; i++) {
+					ps.q.select_send_qp(i);
+					ps.cl[i].poll(ps.q, now);
+				}
+				ps.q.tx_flush();
+			}
+			rte_rcu_qsbr_quiescent(qsbr, tid);
+		}
+		take_snapshot(rte_get_tsc_cycles());
+		done.store(true, std::memory_order_release);
+	}
+};
+
+} // namespace rdgram::fwd
+
+#endif

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "fwd_report.h"
+
+#include <cinttypes>
+#include <map>
+
+#include "rdgram/config.h"
+
+namespace rdgram::fwd {
+
+namespace {
+
+using u64 = unsigned long long;
+
+/* Totals over every port and QP, drops keyed by reason. */
+struct totals {
+	uint64_t frames = 0, delivered = 0, to_control = 0, reflected = 0, forwarded = 0;
+	uint64_t sent = 0, tx_pkts = 0, waiting = 0, dropped = 0;
+	std::map<std::string, uint64_t> drops;
+};
+
+totals sum(const fwd_config &c, const snapshot &s)
+{
+	totals t;
+	auto drop = [&](const std::string &name, uint64_t v) {
+		t.drops[name] += v;
+		t.dropped += v;
+	};
+	for (size_t p = 0; p < c.ports.size(); p++) {
+		const auto &ps = s.port[p];
+		t.frames += ps.drv.rx_pkts + ps.drv.rx_to_control + ps.drv.rx_drops();
+		t.delivered += ps.drv.rx_pkts;
+		t.to_control += ps.drv.rx_to_control;
+		t.tx_pkts += ps.drv.tx_pkts;
+		t.waiting += ps.waiting;
+#define X(name, desc) drop(#name, ps.drv.name);
+		RDGRAM_RX_DROPS(X)
+		RDGRAM_TX_DROPS(X)
+#undef X
+		for (size_t i = 0; i < c.ports[p].qps.size(); i++) {
+			t.reflected += ps.qc[i].reflected;
+			t.forwarded += ps.qc[i].forwarded;
+			t.sent += ps.reply[i].hits + ps.reply[i].flushed;
+			drop("fwd_no_rule", ps.qc[i].fwd_no_rule);
+			drop("reply_bad_wc", ps.qc[i].reply_bad_wc);
+			drop("tx_full", ps.qc[i].tx_full);
+#define X(name, desc) drop(#name, ps.reply[i].name);
+			RDGRAM_PEND_DROPS(X)
+#undef X
+		}
+	}
+	return t;
+}
+
+std::string hex(uint32_t v)
+{
+	char b[16];
+	snprintf(b, sizeof(b), "0x%x", v);
+	return b;
+}
+
+std::string json_str(const std::string &s)
+{
+	std::string o = "\"";
+	for (char ch : s) {
+		if (ch == '"' || ch == '\\')
+			o += '\\', o += ch;
+		else if (uint8_t(ch) < 0x20) {
+			char b[8];
+			snprintf(b, sizeof(b), "\\u%04x", ch);
+			o += b;
+		} else
+			o += ch;
+	}
+	return o + "\"";
+}
+
+} // namespace
+
+void write_json(FILE *f, const fwd_config &c, const snapshot &s, const std::vector<port_report> &ports,
+		const char *why)
+{
+	fprintf(f, "{\n  \"app\": \"rdgram-fwd\",\n  \"mode\": %s,\n  \"elapsed_s\": %.6f,\n  \"stopped\": %s,\n",
+		json_str(c.mode).c_str(), s.elapsed_s, json_str(why).c_str());
+	fprintf(f, "  \"ports\": [\n");
+	for (size_t p = 0; p < ports.size(); p++) {
+		const port_report &pr = ports[p];
+		const auto &ps = s.port[p];
+		fprintf(f, "    {\"name\": %s, \"device\": %s, \"port_id\": %u,\n", json_str(pr.cfg->name).c_str(),
+			json_str(pr.cfg->device).c_str(), pr.port_id);
+		if (pr.have_eth)
+			fprintf(f,
+				"     \"ethdev\": {\"ipackets\": %llu, \"opackets\": %llu, \"ibytes\": %llu, "
+				"\"obytes\": %llu, \"imissed\": %llu, \"ierrors\": %llu, \"oerrors\": %llu, "
+				"\"rx_nombuf\": %llu},\n",
+				u64(pr.eth.ipackets), u64(pr.eth.opackets), u64(pr.eth.ibytes), u64(pr.eth.obytes),
+				u64(pr.eth.imissed), u64(pr.eth.ierrors), u64(pr.eth.oerrors), u64(pr.eth.rx_nombuf));
+		fprintf(f,
+			"     \"ah_service\": {\"requests\": %llu, \"answered_cached\": %llu, \"created\": %llu, "
+			"\"failed\": %llu, \"neigh_waits\": %llu, \"app_creates\": %llu, \"app_destroys\": %llu},\n",
+			u64(pr.ahs.requests), u64(pr.ahs.answered_cached), u64(pr.ahs.created), u64(pr.ahs.failed),
+			u64(pr.ahs.neigh_waits), u64(pr.ahs.app_creates), u64(pr.ahs.app_destroys));
+		fprintf(f, "     \"neighbours\": {");
+		bool nfirst = true;
+		pr.neigh.for_each([&](const char *name, uint64_t v) {
+			fprintf(f, "%s\"%s\": %llu", nfirst ? "" : ", ", name, u64(v));
+			nfirst = false;
+		});
+		fprintf(f, "},\n     \"driver\": {");
+		bool first = true;
+		ps.drv.for_each([&](const char *name, const char *, uint64_t v) {
+			fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", name, u64(v));
+			first = false;
+		});
+		fprintf(f, "},\n     \"waiting\": %u,\n     \"qps\": [\n", ps.waiting);
+		for (size_t i = 0; i < pr.cfg->qps.size(); i++) {
+			const auto &q = ps.qc[i];
+			fprintf(f, "       {\"qpn\": %u, \"qkey\": %u", pr.cfg->qps[i].qpn, pr.cfg->qps[i].qkey);
+#define X(name, desc) fprintf(f, ", \"%s\": %llu", #name, u64(q.name));
+			RDGRAM_FWD_QP_COUNTERS(X)
+#undef X
+			const auto &r = ps.reply[i];
+			fprintf(f, ",\n        \"send_path\": {\"hits\": %llu, \"misses\": %llu, \"requests\": %llu, "
+				"\"flushed\": %llu, \"reply_bad_wc\": %llu",
+				u64(r.hits), u64(r.misses), u64(r.requests), u64(r.flushed), u64(r.reply_bad_wc));
+#define X(name, desc) fprintf(f, ", \"%s\": %llu", #name, u64(r.name));
+			RDGRAM_PEND_DROPS(X)
+#undef X
+			fprintf(f, "}}%s\n", i + 1 < pr.cfg->qps.size() ? "," : "");
+		}
+		fprintf(f, "     ]}%s\n", p + 1 < ports.size() ? "," : "");
+	}
+	fprintf(f, "  ],\n  \"rules\": [\n");
+	for (size_t r = 0; r < c.rules.size(); r++) {
+		const rule_config &ru = c.rules[r];
+		fprintf(f, "    {\"index\": %zu, \"to\": %s", r, json_str(ru.to).c_str());
+		if (ru.match_qpn)
+			fprintf(f, ", \"match_qpn\": %u", *ru.match_qpn);
+		if (ru.match_qkey)
+			fprintf(f, ", \"match_qkey\": %u", *ru.match_qkey);
+		if (ru.rewrite_qkey)
+			fprintf(f, ", \"rewrite_qkey\": %u", *ru.rewrite_qkey);
+		fprintf(f, ", \"hits\": %llu}%s\n", u64(s.rule_hits[r]), r + 1 < c.rules.size() ? "," : "");
+	}
+	const totals t = sum(c, s);
+	fprintf(f,
+		"  ],\n  \"totals\": {\"frames_received\": %llu, \"delivered\": %llu, \"to_control\": %llu, "
+		"\"reflected\": %llu, \"forwarded\": %llu, \"handed_to_driver\": %llu, \"tx_pkts\": %llu, "
+		"\"waiting\": %llu, \"dropped\": %llu,\n    \"drops\": {",
+		u64(t.frames), u64(t.delivered), u64(t.to_control), u64(t.reflected), u64(t.forwarded), u64(t.sent),
+		u64(t.tx_pkts), u64(t.waiting), u64(t.dropped));
+	bool first = true;
+	for (const auto &[k, v] : t.drops) {
+		fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", k.c_str(), u64(v));
+		first = false;
+	}
+	fprintf(f, "}}\n}\n");
+}
+
+void print_table(FILE *f, const fwd_config &c, const snapshot &s, const std::vector<port_report> &ports,
+		 const char *why)
+{
+	fprintf(f, " rdgram-fwd: %s mode, %.3f s, %s\n", c.mode.c_str(), s.elapsed_s, why);
+	for (size_t p = 0; p < ports.size(); p++) {
+		const port_report &pr = ports[p];
+		const auto &ps = s.port[p];
+		fprintf(f, " port %s (%s, ethdev port %u)\n", pr.cfg->name.c_str(), pr.cfg->device.c_str(), pr.port_id);
+		if (pr.have_eth)
+			fprintf(f,
+				"   ethdev   ipackets %llu  opackets %llu  ibytes %llu  obytes %llu  imissed %llu  "
+				"ierrors %llu  oerrors %llu  rx_nombuf %llu\n",
+				u64(pr.eth.ipackets), u64(pr.eth.opackets), u64(pr.eth.ibytes), u64(pr.eth.obytes),
+				u64(pr.eth.imissed), u64(pr.eth.ierrors), u64(pr.eth.oerrors), u64(pr.eth.rx_nombuf));
+		fprintf(f, "   AH path  miss requests %llu  AHs created on a miss %llu (failed %llu)  created ahead %llu  "
+			   "neighbour waits %llu  neighbours learned %llu  ARP/ND replies sent %llu\n",
+			u64(pr.ahs.requests), u64(pr.ahs.created), u64(pr.ahs.failed), u64(pr.ahs.app_creates),
+			u64(pr.ahs.neigh_waits), u64(pr.neigh.learned), u64(pr.neigh.replies_sent));
+		fprintf(f, "   driver   rx_pkts %llu  tx_pkts %llu  rx_to_control %llu  tx_control %llu\n",
+			u64(ps.drv.rx_pkts), u64(ps.drv.tx_pkts), u64(ps.drv.rx_to_control), u64(ps.drv.tx_control));
+		ps.drv.for_each([&](const char *name, const char *desc, uint64_t v) {
+			if (v != 0 && (strncmp(name, "rx_", 3) == 0 || strncmp(name, "tx_", 3) == 0) &&
+			    strcmp(name, "rx_pkts") && strcmp(name, "tx_pkts") && strcmp(name, "rx_bytes") &&
+			    strcmp(name, "tx_bytes") && strcmp(name, "rx_to_control") && strcmp(name, "tx_control"))
+				fprintf(f, "   %-22s %10llu  %s\n", name, u64(v), desc);
+		});
+		for (size_t i = 0; i < pr.cfg->qps.size(); i++) {
+			const auto &q = ps.qc[i];
+			const auto &r = ps.reply[i];
+			fprintf(f,
+				"   qp 0x%06x  rx %llu  reflected %llu  forwarded %llu  fwd_no_rule %llu  "
+				"reply_bad_wc %llu  tx_full %llu\n",
+				pr.cfg->qps[i].qpn, u64(q.rx), u64(q.reflected), u64(q.forwarded), u64(q.fwd_no_rule),
+				u64(q.reply_bad_wc), u64(q.tx_full));
+			fprintf(f, "     send path: cache hits %llu  misses %llu  AH requests %llu  flushed %llu\n",
+				u64(r.hits), u64(r.misses), u64(r.requests), u64(r.flushed));
+#define X(name, desc)                                                                           \
+	if (r.name != 0)                                                                         \
+		fprintf(f, "     %-22s %10llu  %s\n", #name, u64(r.name), desc);
+			RDGRAM_PEND_DROPS(X)
+#undef X
+		}
+	}
+	for (size_t r = 0; r < c.rules.size(); r++) {
+		const rule_config &ru = c.rules[r];
+		std::string m;
+		if (ru.match_qpn)
+			m += " qpn=" + hex(*ru.match_qpn);
+		if (ru.match_qkey)
+			m += " qkey=" + hex(*ru.match_qkey);
+		if (m.empty())
+			m = " any";
+		fprintf(f, " rule %zu:%s -> %s%s: %llu hits\n", r, m.c_str(), ru.to.c_str(),
+			ru.rewrite_qkey ? (", Q_Key := " + hex(*ru.rewrite_qkey)).c_str() : "", u64(s.rule_hits[r]));
+	}
+	const totals t = sum(c, s);
+	fprintf(f,
+		" totals: frames %llu = delivered %llu + to control %llu + driver RX drops; delivered -> "
+		"reflected %llu, forwarded %llu; sent %llu, waiting %llu; dropped %llu\n",
+		u64(t.frames), u64(t.delivered), u64(t.to_control), u64(t.reflected), u64(t.forwarded),
+		u64(t.tx_pkts), u64(t.waiting), u64(t.dropped));
+	for (const auto &[k, v] : t.drops)
+		if (v != 0)
+			fprintf(f, "   drop %-20s %llu\n", k.c_str(), u64(v));
+	fflush(f);
+}
+
+} // namespace rdgram::fwd
