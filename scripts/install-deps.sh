@@ -14,6 +14,7 @@ PKGS=(
 	libtomlplusplus-dev libcli11-dev
 	python3-scapy tshark iproute2   # tests: packet checks, netns
 	sockperf                       # benchmarks/compare.py reference
+	gnuplot-nox                    # rdgram-perf --hist-plot
 	clang libclang-rt-dev llvm     # fuzz/: clang, libFuzzer+ASan runtimes, llvm-symbolizer
 )
 

@@ -25,9 +25,11 @@
 #include <rte_ring.h>
 
 #include "perf_config.h"
+#include "perf_status.h"
 #include "perf_tests.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
+#include "rdgram/telemetry.h"
 #include "soft_device.h"
 
 using namespace rdgram;
@@ -113,6 +115,67 @@ struct run_ctx {
 	uint64_t served = 0;
 	std::vector<lat_result> lat;
 	std::vector<bw_result> bw;
+	loop_hooks *hooks = nullptr;
+};
+
+/* The status line: printed by the control thread (a poller) every
+ * interval from what the poll threads published (perf_status.h). */
+struct status_printer {
+	const perf_config *c;
+	progress *prog;                               /* client side, or null */
+	std::vector<const telemetry::qp_publisher *> qps;
+	uint64_t start = 0, next = 0, interval = 0;
+	uint64_t last_done = 0, last_tsc = 0;
+	int last_phase = progress::idle;
+
+	static bool poll(void *arg, uint64_t now)
+	{
+		auto *p = static_cast<status_printer *>(arg);
+		if (now < p->next)
+			return false;
+		p->next = now + p->interval;
+		p->print(now);
+		return false;
+	}
+	void print(uint64_t now)
+	{
+		const double hz = double(rte_get_tsc_hz());
+		uint64_t drops = 0, rx = 0;
+		for (const auto *q : qps) {
+			telemetry::qp_snapshot s;
+			if (q->read(&s)) {
+				drops += s.qp.rx_drops() + s.qp.tx_drops();
+				rx += s.qp.rx_pkts;
+			}
+		}
+		const double el = double(now - start) / hz;
+		if (prog == nullptr) { /* server: what arrived */
+			const double rate = last_tsc ? double(rx - last_done) / (double(now - last_tsc) / hz) : 0;
+			fprintf(stderr, " [%7.1f s] server: %lu received, %.0f/s, drops %lu\n", el,
+				(unsigned long)rx, rate, (unsigned long)drops);
+			last_done = rx;
+			last_tsc = now;
+			return;
+		}
+		const int phase = prog->phase.load(std::memory_order_relaxed);
+		const uint64_t done = prog->done.load(std::memory_order_relaxed);
+		if (phase == progress::idle)
+			return;
+		if (phase != last_phase)
+			last_done = 0; /* the new phase counts from 0 */
+		const double dt = last_tsc ? double(now - last_tsc) / hz : 0;
+		const double rate = dt > 0 ? double(done - std::min(done, last_done)) / dt : 0;
+		char lat[96] = "p50/p99 -";
+		if (prog->hist.count() != 0)
+			snprintf(lat, sizeof(lat), "p50 %.2f us, p99 %.2f us", double(prog->hist.quantile_ns(0.5)) / 1e3,
+				 double(prog->hist.quantile_ns(0.99)) / 1e3);
+		fprintf(stderr, " [%7.1f s] %s: %lu done, %.3f Mmsg/s, drops %lu, %s\n", el,
+			phase == progress::lat ? "lat" : "bw", (unsigned long)done, rate / 1e6,
+			(unsigned long)drops, lat);
+		last_phase = phase;
+		last_done = done;
+		last_tsc = now;
+	}
 };
 
 int server_main(void *arg)
@@ -121,8 +184,10 @@ int server_main(void *arg)
 	x->rt->bind_this_thread(x->ep->where.cpu);
 	unsigned tid = rte_lcore_id();
 	poll_thread_online(x->rt->qsbr(), tid);
-	loop_env env{x->rt->qsbr(), tid, x->deadline};
+	loop_env env{x->rt->qsbr(), tid, x->deadline, x->hooks};
 	x->ok = serve(x->ep->q, x->ep->to, x->c->inline_size, env, &x->served);
+	if (x->hooks != nullptr && x->hooks->pub != nullptr) /* the final figures */
+		x->hooks->pub->publish(x->ep->q.counters(), nullptr, rte_rdtsc());
 	poll_thread_offline(x->rt->qsbr(), tid);
 	return 0;
 }
@@ -134,7 +199,7 @@ int client_main(void *arg)
 	x->rt->bind_this_thread(x->ep->where.cpu);
 	unsigned tid = rte_lcore_id();
 	poll_thread_online(x->rt->qsbr(), tid);
-	loop_env env{x->rt->qsbr(), tid, x->deadline};
+	loop_env env{x->rt->qsbr(), tid, x->deadline, x->hooks};
 	const bool txonly = c.test == "txonly";
 	const bool do_lat = c.test == "lat" || c.test == "both", do_bw = c.test != "lat";
 	x->ok = true;
@@ -155,6 +220,8 @@ int client_main(void *arg)
 		else
 			x->ok = false;
 	}
+	if (x->hooks != nullptr && x->hooks->pub != nullptr) /* the final figures */
+		x->hooks->pub->publish(x->ep->q.counters(), nullptr, rte_rdtsc());
 	poll_thread_offline(x->rt->qsbr(), tid);
 	return 0;
 }
@@ -250,6 +317,18 @@ int main(int argc, char **argv)
 		       "[server|client].vdev; a port given with the EAL's --vdev is found by name)");
 	app.add_flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
 	app.add_flag("--json", json, "print results as JSON lines instead of tables");
+	double status_interval = 1.0;
+	std::string hist_csv, hist_plot;
+	app.add_option("--status-interval", status_interval,
+		       "seconds between status lines on stderr (rate, drops, p50/p99 so far) while a test runs; "
+		       "0: none [1]")
+		->check(CLI::Range(0.0, 3600.0));
+	app.add_option("--hist-csv", hist_csv,
+		       "write the latency histogram (RTT/2) as CSV: lower_ns,count,cumulative_fraction, one line "
+		       "per bucket (log-linear, 16 per power of two) [none]");
+	app.add_option("--hist-plot", hist_plot,
+		       "draw the latency histogram with gnuplot into FILE.svg or FILE.png (uses --hist-csv, or a "
+		       "CSV next to FILE) [none]");
 	try {
 		std::vector<std::string> rev(sa.app.rbegin(), sa.app.rend());
 		app.parse(rev);
@@ -298,11 +377,38 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	if ((!hist_csv.empty() || !hist_plot.empty()) && (c.test == "bw" || c.test == "txonly" || c.mode == "server")) {
+		fprintf(stderr, "rdgram-perf: --hist-csv/--hist-plot need a latency test on the client side "
+				"(--test lat or both, mode loopback or client)\n");
+		return 2;
+	}
+	if (!hist_plot.empty() && !(hist_plot.size() > 4 && (hist_plot.ends_with(".svg") || hist_plot.ends_with(".png")))) {
+		fprintf(stderr, "rdgram-perf: --hist-plot wants a file ending in .svg or .png: %s\n", hist_plot.c_str());
+		return 2;
+	}
+	if (!hist_plot.empty() && hist_csv.empty())
+		hist_csv = hist_plot.substr(0, hist_plot.rfind('.')) + ".csv";
+
 	runtime rt;
 	const std::string &lc = c.mode == "server" ? c.server.lcores : c.mode == "client" ? c.client.lcores : "";
-	if (rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0], lc) != 0) {
+	int init_rc;
+	{
+		/* The runtime directory and the telemetry socket are born
+		 * owner-only (issue 7), then chmod-ed to be sure. */
+		telemetry::private_umask um;
+		init_rc = rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0], lc);
+	}
+	if (init_rc != 0) {
 		fprintf(stderr, "rdgram-perf: %s\n", rt.error().c_str());
 		return 1;
+	}
+	telemetry::register_log_types();
+	{
+		std::string err;
+		if (int rc = telemetry::secure_socket(&err); rc != 0 && rc != ENOENT) {
+			fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
+			return 1;
+		}
 	}
 	const uint64_t deadline = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
 	int status = 0;
@@ -311,6 +417,50 @@ int main(int argc, char **argv)
 		endpoint cli{"client", &c.client, &c.server, {}, {}, {}, {}};
 		run_ctx sx{&c, &rt, &srv, deadline, false, 0, {}, {}};
 		run_ctx cx{&c, &rt, &cli, deadline, false, 0, {}, {}};
+		/* Progress for the status line and /rdgram/ telemetry. */
+		progress prog;
+		telemetry::qp_publisher srv_pub, cli_pub;
+		loop_hooks srv_hooks{nullptr, &srv_pub}, cli_hooks{&prog, &cli_pub};
+		sx.hooks = &srv_hooks;
+		cx.hooks = &cli_hooks;
+		status_printer stline{&c, nullptr, {}};
+		bool status_on = false;
+		/* After the endpoints are open: exposes them, starts the status line. */
+		auto expose = [&](std::vector<endpoint *> eps) {
+			telemetry::attachment a;
+			a.app = "rdgram-perf";
+			a.ctl = &rt.ctl();
+			for (endpoint *e : eps) {
+				const bool is_srv = e == &srv;
+				a.lcores.push_back({e->where.lcore, e->where.cpu, numa_of_cpu(rt.topology(), e->where.cpu),
+						    e->role});
+				char mac[RTE_ETHER_ADDR_FMT_SIZE];
+				rte_ether_format_addr(mac, sizeof(mac), &e->dev.mac());
+				a.ports.push_back({&e->dev, int(e->dev.port_id()), e->role, mac});
+				a.qps.push_back({std::string(e->role) + "_qp0", e->where.lcore, int(e->dev.port_id()),
+						 e->self->qpn, is_srv ? &srv_pub : &cli_pub});
+				a.ah_devices.push_back(&e->dev);
+				stline.qps.push_back(is_srv ? &srv_pub : &cli_pub);
+				if (!is_srv)
+					stline.prog = &prog;
+			}
+			if (int rc = telemetry::attach(std::move(a)); rc != 0)
+				fprintf(stderr, "rdgram-perf: telemetry not attached: %s\n", strerror(rc));
+			if (status_interval > 0) {
+				stline.interval = uint64_t(status_interval * double(rte_get_tsc_hz()));
+				stline.start = rte_get_tsc_cycles();
+				stline.next = stline.start + stline.interval;
+				stline.last_tsc = stline.start;
+				status_on = rt.ctl().add_poller(&status_printer::poll, &stline) == 0;
+			}
+		};
+		/* Before anything exposed goes away. */
+		auto unexpose = [&] {
+			if (status_on)
+				rt.ctl().remove_poller(&status_printer::poll, &stline);
+			status_on = false;
+			telemetry::detach();
+		};
 
 		if (c.mode == "loopback") {
 			rte_ring *r0 = rte_ring_create("rdgram_lo0", 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -338,6 +488,7 @@ int main(int argc, char **argv)
 			cli.where = main_l;
 			if (open_endpoint(rt, c, srv, uint16_t(ps)) != 0 || open_endpoint(rt, c, cli, uint16_t(pc)) != 0)
 				return 1;
+			expose({&srv, &cli});
 			if (!c.json)
 				printf(" rdgram-perf: loopback, soft RoCEv2 driver over net_ring, %s, server lcore %u "
 				       "(cpu %u), client lcore %u (cpu %u)\n",
@@ -359,6 +510,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "rdgram-perf: link to the server never came up (is it running?)\n");
 				return 1;
 			}
+			expose({&me});
 			if (!c.json)
 				printf(" rdgram-perf: %s on %s, lcore %u (cpu %u)\n", c.mode.c_str(),
 				       me.self->vdev.c_str(), me.where.lcore, me.where.cpu);
@@ -371,6 +523,7 @@ int main(int argc, char **argv)
 				client_main(&cx);
 			}
 		}
+		unexpose();
 		const bool is_client = c.mode != "server";
 		if (is_client) {
 			if (c.json) {
@@ -401,6 +554,27 @@ int main(int argc, char **argv)
 			print_counters("client", cli.q.counters());
 		} else {
 			print_counters(c.mode.c_str(), (c.mode == "server" ? srv : cli).q.counters());
+		}
+		if (is_client && !hist_csv.empty()) {
+			if (int rc = write_hist_csv(prog.hist, hist_csv); rc != 0) {
+				fprintf(stderr, "rdgram-perf: cannot write %s: %s\n", hist_csv.c_str(), strerror(rc));
+				status = status ? status : 1;
+			} else if (!c.json) {
+				printf(" latency histogram: %lu samples -> %s\n", (unsigned long)prog.hist.count(),
+				       hist_csv.c_str());
+			}
+			if (!hist_plot.empty() && access(hist_csv.c_str(), F_OK) == 0) {
+				std::string err;
+				char title[128];
+				snprintf(title, sizeof(title), "rdgram-perf RTT/2, %u-byte payloads, %lu samples", c.size,
+					 (unsigned long)prog.hist.count());
+				if (plot_hist(hist_csv, hist_plot, title, &err) != 0) {
+					fprintf(stderr, "rdgram-perf: --hist-plot: %s\n", err.c_str());
+					status = status ? status : 3;
+				} else if (!c.json) {
+					printf(" latency plot -> %s\n", hist_plot.c_str());
+				}
+			}
 		}
 		fflush(stdout);
 		rt.ctl().call([&] {

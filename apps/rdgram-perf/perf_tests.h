@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include <rte_branch_prediction.h>
 #include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
@@ -24,6 +25,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "perf_report.h"
+#include "perf_status.h"
 #include "rdgram/ud.h"
 
 namespace rdgram::perf {
@@ -53,7 +55,29 @@ struct loop_env {
 	rte_rcu_qsbr *qs;
 	unsigned tid;
 	uint64_t deadline; /* TSC */
+	loop_hooks *hooks = nullptr; /* status line and telemetry (optional) */
 };
+
+/* Publishes progress for the status line and telemetry: stores only, the
+ * QP counters at most every qp_publisher::publish_interval_s. */
+template <ud_driver Q> inline void loop_tick(Q &q, const loop_env &env, uint64_t now, uint64_t done)
+{
+	if (env.hooks == nullptr)
+		return;
+	if (env.hooks->prog != nullptr)
+		env.hooks->prog->done.store(done, std::memory_order_relaxed);
+	if constexpr (requires { q.counters(); })
+		if (env.hooks->pub != nullptr)
+			env.hooks->pub->maybe_publish(q.counters(), nullptr, now);
+}
+template <ud_driver Q> inline void loop_phase(Q &q, const loop_env &env, int phase)
+{
+	if (env.hooks != nullptr && env.hooks->prog != nullptr) {
+		env.hooks->prog->done.store(0, std::memory_order_relaxed);
+		env.hooks->prog->phase.store(phase, std::memory_order_relaxed);
+	}
+	(void)q;
+}
 
 template <ud_driver Q>
 inline bool send_one_inline(Q &q, const peer &p, const void *data, uint32_t len, uint32_t imm,
@@ -119,6 +143,7 @@ inline bool serve(Q &q, const peer &p, uint32_t inline_max, const loop_env &env,
 	send_wr out[Q::max_burst];
 	uint32_t kind = 0;
 	uint64_t count = 0;
+	unsigned ticks = 0;
 	for (;;) {
 		uint16_t n = q.rx_burst(wcs, Q::max_burst);
 		uint16_t no = 0;
@@ -186,6 +211,8 @@ inline bool serve(Q &q, const peer &p, uint32_t inline_max, const loop_env &env,
 				rte_pktmbuf_free(out[i].mbuf);
 		q.tx_flush();
 		rte_rcu_qsbr_quiescent(env.qs, env.tid);
+		if (unlikely(env.hooks != nullptr && (++ticks & 63) == 0))
+			loop_tick(q, env, rte_rdtsc(), count);
 		if (exit_after) {
 			while (q.tx_pending() != 0 && rte_rdtsc() < env.deadline)
 				q.tx_flush();
@@ -244,6 +271,9 @@ inline bool client_lat(Q &q, rte_mempool *mp, const peer &p, const client_params
 	samples.clear();
 	samples.reserve(cp.iterations);
 	const uint64_t total = cp.warmup + cp.iterations;
+	const double ns_per_tick = 1e9 / double(rte_get_tsc_hz());
+	latency_hist *hist = env.hooks != nullptr && env.hooks->prog != nullptr ? &env.hooks->prog->hist : nullptr;
+	loop_phase(q, env, progress::lat);
 	for (uint64_t i = 0; i < total; i++) {
 		memcpy(buf.data(), &i, std::min<uint32_t>(cp.size, 8));
 	again:
@@ -288,9 +318,13 @@ inline bool client_lat(Q &q, rte_mempool *mp, const peer &p, const client_params
 				}
 			}
 		}
-		if (i >= cp.warmup)
+		if (i >= cp.warmup) {
 			samples.push_back(double(t1 - t0) * us_per_tick / 2);
+			if (hist != nullptr)
+				hist->record(uint64_t(double(t1 - t0) * ns_per_tick / 2 + 0.5));
+		}
 		rte_rcu_qsbr_quiescent(env.qs, env.tid);
+		loop_tick(q, env, t1, i + 1);
 	}
 	*res = summarize_latency(samples, cp.size);
 	res->lost = lost;
@@ -318,6 +352,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 	uint64_t win_start = t_start, best_window = 0, best_window_msgs = 0;
 	unsigned bursts = 0;
 	unsigned have = 0; /* built WRs carried to the next try */
+	loop_phase(q, env, progress::bw);
 	while (sent < cp.iterations) {
 		while (have < depth && sent + have < cp.iterations) {
 			send_wr &w = wrs[have];
@@ -355,6 +390,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 			win_start_sent = sent;
 			bursts = 0;
 			rte_rcu_qsbr_quiescent(env.qs, env.tid);
+			loop_tick(q, env, now, sent);
 			if (now > env.deadline)
 				break;
 		}

@@ -230,6 +230,15 @@ public:
 		return x == nil ? 0 : ent_[x].refs;
 	}
 	const ah_registry_stats &stats() const { return st_; }
+	/* Read-only iteration for operators' tools (rdgram-ah inspect): calls
+	 * f(key, handle, refs) for every live entry, in entry-array order.
+	 * (Control thread only; f must not call into the registry.) */
+	template <class F> void for_each(F &&f) const
+	{
+		for (uint32_t x = 0; x < used_; x++)
+			if (!(ent_[x].h == ah_null))
+				f(ent_[x].key, ent_[x].h, ent_[x].refs);
+	}
 
 	/* Bytes of one entry in the entry array. */
 	static constexpr size_t entry_bytes() { return sizeof(entry); }

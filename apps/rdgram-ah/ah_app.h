@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-ah settings: built-in defaults, then a TOML file (-c), then
+ * command-line options, each overriding the last.
+ */
+#ifndef RDGRAM_AH_APP_H
+#define RDGRAM_AH_APP_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rdgram::ahtool {
+
+struct ah_app_config {
+	std::vector<std::string> eal_args; /* used when none on the command line */
+	bool ipv6 = false;            /* addresses: IPv6 (fd00::/16) instead of IPv4 */
+	uint32_t capacity = 65536;    /* AH registry capacity */
+	uint32_t max_ah = 1u << 20;   /* the soft device's AH table */
+	uint32_t neigh_ttl_ms = 30000; /* reachable lifetime of a resolved neighbour */
+	double hold_s = 0;            /* keep running after the report (telemetry) */
+	bool json = false;
+	/* inspect */
+	uint32_t dests = 4;           /* destinations known statically */
+	uint32_t resolved = 2;        /* destinations resolved by ARP/ND via the peer */
+	uint32_t flows = 1;           /* AHs per destination (distinct flow labels) */
+	uint32_t release = 1;         /* AHs destroyed again: cached, refcount 0 */
+	/* bench */
+	uint32_t count = 10000;       /* AHs per bench phase */
+	double lookup_s = 0.5;        /* seconds of dest_cache lookups */
+	/* storm and bench */
+	uint32_t batch = 4096;        /* AHs per create_ah_batch call */
+	uint32_t storm_dests = 1024;  /* storm: distinct destination addresses */
+	bool storm_resolve = false;   /* storm: destinations resolved by ARP/ND */
+	double timeout_s = 30;        /* storm: give up waiting for readiness */
+};
+
+/* Applies a TOML file; throws config_error with file:line:column. */
+void load_ah_config(const std::string &path, ah_app_config &cfg);
+
+} // namespace rdgram::ahtool
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "ah_app.h"
+
+#include "rdgram/config.h"
+
+namespace rdgram::ahtool {
+
+void load_ah_config(const std::string &path, ah_app_config &c)
+{
+	toml::table root = parse_config_file(path);
+	table_reader r(root, "", path);
+	if (auto t = r.get_table("eal")) {
+		c.eal_args = t->get_string_array("args");
+		t->finish();
+	}
+	if (auto t = r.get_table("ah")) {
+		c.ipv6 = t->get_bool("ipv6", c.ipv6);
+		c.capacity = uint32_t(t->get_int("capacity", c.capacity, 1, 1 << 24));
+		c.max_ah = uint32_t(t->get_int("max_ah", c.max_ah, 1, 1 << 24));
+		c.neigh_ttl_ms = uint32_t(t->get_int("neigh_ttl_ms", c.neigh_ttl_ms, 1, 86400000));
+		c.hold_s = t->get_double("hold", c.hold_s, 0, 86400);
+		c.json = t->get_bool("json", c.json);
+		t->finish();
+	}
+	if (auto t = r.get_table("inspect")) {
+		c.dests = uint32_t(t->get_int("dests", c.dests, 0, 65536));
+		c.resolved = uint32_t(t->get_int("resolved", c.resolved, 0, 1024));
+		c.flows = uint32_t(t->get_int("flows", c.flows, 1, 1 << 20));
+		c.release = uint32_t(t->get_int("release", c.release, 0, 1 << 24));
+		t->finish();
+	}
+	if (auto t = r.get_table("bench")) {
+		c.count = uint32_t(t->get_int("count", c.count, 1, 1 << 22));
+		c.lookup_s = t->get_double("lookup_seconds", c.lookup_s, 0.01, 600);
+		t->finish();
+	}
+	if (auto t = r.get_table("storm")) {
+		c.batch = uint32_t(t->get_int("batch", c.batch, 1, 1 << 24));
+		c.storm_dests = uint32_t(t->get_int("dests", c.storm_dests, 1, 1 << 24));
+		c.storm_resolve = t->get_bool("resolve", c.storm_resolve);
+		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
+		t->finish();
+	}
+	r.finish();
+}
+
+} // namespace rdgram::ahtool

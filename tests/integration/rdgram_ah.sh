@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rdgram authors
+#
+# rdgram-ah end to end on the soft driver: inspect (JSON: every AH the run
+# asked for, static and ARP-resolved, held and cached, with consistent
+# slots/generations and wire-valid AV bytes), storm (all N ready, p50 <= p99,
+# registry figures), bench (rates positive, every lookup a hit), the runnable
+# config, and refusals of bad options and configs (one line, exit 2).
+# Usage: rdgram_ah.sh RDGRAM_AH CONFIG_DIR
+set -u
+ah=$1
+cfgdir=$2
+eal="-l 0,1 --no-huge --no-shconf -m 512 --no-pci --log-level=lib.eal:error"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+run() { "$ah" $eal --file-prefix "rdgram-ahtest$$" -- "$@"; }
+
+# inspect: 3 static + 2 resolved destinations, 2 flows each = 10 AHs, 3 released.
+run --json inspect --dests 3 --resolved 2 --flows 2 --release 3 >"$tmp/inspect.json" 2>"$tmp/inspect.err" \
+  || { echo "FAIL: inspect exit $?"; cat "$tmp/inspect.err"; fail=1; }
+/usr/bin/python3 - "$tmp/inspect.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["entries"]
+def need(c, msg):
+    if not c:
+        sys.exit("FAIL: inspect: " + msg)
+need(d["requested"] == 10 and d["created"] == 10 and len(e) == 10, "10 AHs: %s" % d["created"])
+need(d["registry"]["live"] == 10 and d["registry"]["unreferenced"] == 3, "registry %s" % d["registry"])
+need(sum(x["state"] == "cached" and x["refcount"] == 0 for x in e) == 3, "3 cached")
+need(sum(x["state"] == "held" and x["refcount"] == 1 for x in e) == 7, "7 held")
+need(len({x["slot"] for x in e}) == 10, "distinct slots")
+need(all(x["generation"] % 2 == 1 for x in e), "live generations are odd (ah_table)")
+need(all(x["ahn"] == x["slot"] for x in e), "soft ahn = slot")
+static = [x for x in e if x["dest"].startswith("10.2.")]
+resolved = [x for x in e if x["dest"].startswith("10.3.")]
+need(len(static) == 6 and all(x["neighbour"] == "static" and x["ttl_config_ms"] is None for x in static),
+     "static neighbours")
+need(len(resolved) == 4 and all(x["neighbour"] in ("reachable", "stale") and x["ttl_config_ms"] == 30000
+                                 for x in resolved), "ARP-resolved neighbours")
+need(all(x["mac"].lower() == "02:00:00:00:a0:02" for x in e), "every destination behind the peer's MAC")
+for x in e:
+    av = bytes.fromhex(x["av"])
+    need(x["av_bytes"] == 42 and len(av) == 42, "IPv4 AV is 42 header bytes")
+    need(av[0:6] == bytes.fromhex("02000000a002"), "AV destination MAC")
+    need(av[12:14] == b"\x08\x00", "AV ethertype IPv4")
+    need(av[23] == 17, "AV IP protocol UDP")
+    need(".".join(str(b) for b in av[30:34]) == x["dest"], "AV destination IP")
+    need(av[36:38] == b"\x12\xb7", "AV UDP port 4791")
+print("inspect ok: %d entries" % len(e))
+PY
+
+# storm: 2000 AHs over 200 destinations, and 300 over 100 ARP-resolved ones.
+for args in "storm 2000 --dests 200" "storm 300 --dests 100 --resolve"; do
+  run --json $args >"$tmp/storm.json" 2>"$tmp/storm.err" || { echo "FAIL: $args exit $?"; cat "$tmp/storm.err"; fail=1; }
+  /usr/bin/python3 - "$tmp/storm.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+n = d["requested"]
+bad = [k for k, ok in (("created", d["created"] == n), ("all_ready", d["all_ready"]), ("ready", d["ready"] == n),
+                       ("p50<=p99", 0 < d["ready_p50_ms"] <= d["ready_p99_ms"] <= d["all_ready_ms"]),
+                       ("failed", d["failed"] == {}), ("registry", d["registry"]["live"] == n),
+                       ("memory", d["registry_memory_bytes"] > 0)) if not ok]
+if bad:
+    sys.exit("FAIL: storm %s: %s" % (bad, d))
+print("storm ok: %d AHs (%s) all ready after %.1f ms, p50 %.1f ms p99 %.1f ms" %
+      (n, "resolved" if d["resolved"] else "static", d["all_ready_ms"], d["ready_p50_ms"], d["ready_p99_ms"]))
+PY
+done
+
+# bench, small.
+run --json bench --count 500 --lookup-seconds 0.05 >"$tmp/bench.json" 2>"$tmp/bench.err" \
+  || { echo "FAIL: bench exit $?"; cat "$tmp/bench.err"; fail=1; }
+/usr/bin/python3 - "$tmp/bench.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+if len(d["results"]) != 4 or any(r["per_second"] <= 0 or r["ok"] <= 0 for r in d["results"]):
+    sys.exit("FAIL: bench %s" % d)
+if d["lookup_hits"] != d["lookups"]:
+    sys.exit("FAIL: bench lookups missed")
+print("bench ok: " + ", ".join("%s %.0f/s" % (r["test"], r["per_second"]) for r in d["results"]))
+PY
+
+# The runnable config, as the docs show it.
+run -c "$cfgdir/rdgram-ah.toml" inspect >"$tmp/cfg.out" 2>&1 || { echo "FAIL: config run"; cat "$tmp/cfg.out"; fail=1; }
+grep -q 'registry: 12 live of 65536' "$tmp/cfg.out" || { echo "FAIL: config inspect"; cat "$tmp/cfg.out"; fail=1; }
+
+# Refusals: one clear line on stderr, exit 2, before the EAL starts.
+printf '[ah]\ncapacity = "big"\n' >"$tmp/bad.toml"
+printf '[storm]\nbatchsize = 3\n' >"$tmp/unknown.toml"
+for bad in "storm" "storm 10 --bogus" "frobnicate" "storm 0" "--capacity 10 storm 100" \
+           "-c $tmp/bad.toml inspect" "-c $tmp/unknown.toml inspect" "-c $tmp/none.toml inspect" \
+           "storm 10 --resolve --dests 5000"; do
+  "$ah" -- $bad >"$tmp/bad.out" 2>"$tmp/bad.err"
+  rc=$?
+  lines=$(wc -l <"$tmp/bad.err")
+  if [ $rc -ne 2 ] || [ "$lines" -ne 1 ]; then
+    echo "FAIL: '$bad' exit $rc with $lines lines on stderr"; cat "$tmp/bad.err"; fail=1
+  else
+    echo "refused: $bad: $(cat "$tmp/bad.err")"
+  fi
+done
+"$ah" --help >"$tmp/help" 2>&1 || { echo "FAIL: --help exit $?"; fail=1; }
+for opt in --capacity --max-ah --neigh-ttl-ms --hold --json --ipv6; do
+  grep -q -- "$opt" "$tmp/help" || { echo "FAIL: --help lacks $opt"; fail=1; }
+done
+exit $fail

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rdgram authors
+"""Reads rdgram's /rdgram/ telemetry from a running app over DPDK's v2
+socket (the protocol of dpdk-telemetry.py: SOCK_SEQPACKET, a greeting JSON
+carrying max_output_len, then one command per message and one JSON reply
+each) and checks the figures.
+
+Usage: telemetry_check.py SOCKET perf|ah
+  perf: rdgram-perf in a bandwidth run: QP counters present for both QPs,
+        every drop reason named, the client's tx_pkts moving between two
+        reads, lcores/ports sane.
+  ah:   rdgram-ah storm --hold: the registry summary matches the storm.
+Prints every reply; exits 1 on the first failed check.
+"""
+import json
+import os
+import socket
+import stat
+import sys
+import time
+
+# Every drop reason of dataplane/include/rdgram/stats.h, read from the
+# header itself so the test follows the X-macro list.
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATS_H = os.path.join(HERE, "..", "..", "dataplane", "include", "rdgram", "stats.h")
+
+
+def drop_reasons():
+    names = []
+    for line in open(STATS_H):
+        line = line.strip()
+        if line.startswith("X(rx_") or line.startswith("X(tx_"):
+            names.append(line[2:line.index(",")])
+    return names
+
+
+def query(path, cmds):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    greeting = json.loads(s.recv(4096).decode())
+    size = int(greeting.get("max_output_len", 16384))
+    out = {}
+    for c in cmds:
+        s.send(c.encode())
+        reply = json.loads(s.recv(size).decode())
+        print(json.dumps(reply))
+        out[c] = reply[c.split(",")[0]]
+    s.close()
+    return greeting, out
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def check_mode(path):
+    st = os.stat(path)
+    if not stat.S_ISSOCK(st.st_mode):
+        fail(path + " is not a socket")
+    if stat.S_IMODE(st.st_mode) != 0o600:
+        fail("socket mode %o, want 600" % stat.S_IMODE(st.st_mode))
+    d = os.stat(os.path.dirname(path))
+    if stat.S_IMODE(d.st_mode) & 0o077:
+        fail("runtime directory mode %o: group/other bits set" % stat.S_IMODE(d.st_mode))
+    print("socket mode 600, directory mode %o" % stat.S_IMODE(d.st_mode))
+
+
+def check_perf(path):
+    greeting, a = query(path, ["/rdgram/qps", "/rdgram/lcores", "/rdgram/ports", "/rdgram/ah",
+                               "/rdgram/pending"])
+    if "DPDK" not in greeting.get("version", ""):
+        fail("no DPDK greeting")
+    qps = a["/rdgram/qps"]
+    if set(qps) != {"server_qp0", "client_qp0"}:
+        fail("QPs %s" % sorted(qps))
+    for name, q in qps.items():
+        if q.get("published") != 1:
+            fail(name + " never published")
+        for r in drop_reasons():
+            if r not in q:
+                fail("%s lacks drop reason %s" % (name, r))
+        if q["rx_drops"] != sum(q[r] for r in drop_reasons() if r.startswith("rx_")):
+            fail(name + ": rx_drops is not the sum of the rx reasons")
+    t1 = qps["client_qp0"]["tx_pkts"]
+    time.sleep(0.5)
+    _, b = query(path, ["/rdgram/qps,client_qp0"])
+    t2 = b["/rdgram/qps,client_qp0"]["client_qp0"]["tx_pkts"]
+    if not t2 > t1 > 0:
+        fail("client tx_pkts did not move: %d then %d" % (t1, t2))
+    print("client tx_pkts %d -> %d" % (t1, t2))
+    srv = qps["server_qp0"]
+    if srv["rx_pkts"] > qps["client_qp0"]["tx_pkts"] + 1000:
+        fail("server received more than the client sent")
+    lc = a["/rdgram/lcores"]
+    if sorted(v["role"] for v in lc.values()) != ["client", "server"]:
+        fail("lcores %s" % lc)
+    ports = a["/rdgram/ports"]
+    if ports["client"]["driver"] != "soft" or ports["client"]["gid0"] != "10.0.0.2":
+        fail("ports %s" % ports)
+    if ports["client"]["mac"].lower() != "02:00:00:00:00:02":
+        fail("client MAC %s" % ports["client"]["mac"])
+    if a["/rdgram/ah"].get("device_live_ahs") != 2:
+        fail("rdgram-perf holds one AH per endpoint: %s" % a["/rdgram/ah"])
+    if a["/rdgram/pending"].get("clients") != 0:
+        fail("rdgram-perf has no AH client: %s" % a["/rdgram/pending"])
+
+
+def check_ah(path, n):
+    _, a = query(path, ["/rdgram/ah", "/rdgram/pending", "/rdgram/qps", "/rdgram/lcores"])
+    ah = a["/rdgram/ah"]
+    # The storm's AHs are released once measured: all live, none held.
+    for k, want in (("live", n), ("created", n), ("device_live_ahs", n), ("unreferenced", n),
+                    ("svc_app_creates", n), ("failed", 0)):
+        if ah.get(k) != want:
+            fail("/rdgram/ah %s = %s, want %s" % (k, ah.get(k), want))
+    if not ah.get("memory_bytes", 0) > 0 or ah.get("capacity") != 65536:
+        fail("/rdgram/ah memory/capacity %s" % ah)
+    pend = a["/rdgram/pending"]
+    if pend.get("clients") != 1 or "local_qp0" not in pend:
+        fail("/rdgram/pending %s" % pend)
+    for k in ("pend_timeout", "pend_enomem", "waiting_messages"):
+        if k not in pend["local_qp0"]:
+            fail("/rdgram/pending lacks " + k)
+    if "ah_hits" not in a["/rdgram/qps"]["local_qp0"]:
+        fail("local_qp0 lacks its AH client's counters")
+
+
+if __name__ == "__main__":
+    sock, what = sys.argv[1], sys.argv[2]
+    check_mode(sock)
+    if what == "perf":
+        check_perf(sock)
+    else:
+        check_ah(sock, int(sys.argv[3]))
+    print("OK")
