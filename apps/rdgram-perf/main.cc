@@ -25,6 +25,7 @@
 #include <rte_ring.h>
 
 #include "perf_config.h"
+#include "perf_rdma.h"
 #include "perf_status.h"
 #include "perf_tests.h"
 #include "rdgram/config.h"
@@ -371,7 +372,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rdgram-perf: size %u is above the path MTU %u\n", c.size, c.mtu);
 		return 2;
 	}
-	if (c.mode != "loopback" && (c.mode == "server" ? c.server.vdev : c.client.vdev).empty()) {
+	if (c.driver == "soft" && c.mode != "loopback" &&
+	    (c.mode == "server" ? c.server.vdev : c.client.vdev).empty()) {
 		fprintf(stderr, "rdgram-perf: mode %s needs %s.vdev in the config (a DPDK port, e.g. net_memif)\n",
 			c.mode.c_str(), c.mode.c_str());
 		return 2;
@@ -411,6 +413,11 @@ int main(int argc, char **argv)
 		}
 	}
 	const uint64_t deadline = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
+	if (c.driver != "soft") { /* verbs or mlx5: perf_rdma.cc */
+		const int st = run_rdma(rt, c, deadline);
+		rt.fini();
+		return st;
+	}
 	int status = 0;
 	{
 		endpoint srv{"server", &c.server, &c.client, {}, {}, {}, {}};

@@ -30,6 +30,7 @@ static void load_endpoint(table_reader t, endpoint_config &e)
 	/* A privileged Q_Key (high bit set) needs privilege on real HCAs. */
 	e.qkey = uint32_t(t.get_int("qkey", e.qkey, 0, 0x7fffffff));
 	e.lcores = t.get_string("lcores", e.lcores);
+	e.lid = uint16_t(t.get_int("lid", e.lid, 0, 0xbfff)); /* unicast LIDs */
 	t.finish();
 }
 
@@ -38,6 +39,7 @@ void load_perf_config(const std::string &path, perf_config &c)
 	toml::table root = parse_config_file(path);
 	table_reader r(root, "", path);
 	if (auto t = r.get_table("perf")) {
+		c.driver = t->get_enum("driver", c.driver, {"soft", "verbs", "mlx5"});
 		c.test = t->get_enum("test", c.test, {"lat", "bw", "both", "txonly"});
 		c.mode = t->get_enum("mode", c.mode, {"loopback", "server", "client"});
 		c.size = uint32_t(t->get_int("size", c.size, 0, 4096));
@@ -66,6 +68,12 @@ void load_perf_config(const std::string &path, perf_config &c)
 		c.neigh_retry_ms = uint32_t(t->get_int("neigh_retry_ms", c.neigh_retry_ms, 1, 60000));
 		c.neigh_retries = uint32_t(t->get_int("neigh_retries", c.neigh_retries, 1, 100));
 		c.neigh_fail_hold_ms = uint32_t(t->get_int("neigh_fail_hold_ms", c.neigh_fail_hold_ms, 0, 86400000));
+		t->finish();
+	}
+	if (auto t = r.get_table("rdma")) {
+		c.rdma.device = t->get_string("device", c.rdma.device);
+		c.rdma.port = uint8_t(t->get_int("port", c.rdma.port, 1, 255));
+		c.rdma.gid_index = uint8_t(t->get_int("gid_index", c.rdma.gid_index, 0, 255));
 		t->finish();
 	}
 	if (auto t = r.get_table("server"))

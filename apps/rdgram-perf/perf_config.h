@@ -24,9 +24,19 @@ struct endpoint_config {
 	uint32_t qpn = 0;
 	uint32_t qkey = 0x11111111;
 	std::string lcores;        /* EAL -l for this role when no EAL args given */
+	uint16_t lid = 0;          /* verbs/mlx5 on InfiniBand: the peer's LID (AH dlid) */
+};
+
+/* verbs / mlx5 drivers: which RDMA device and port, and the source GID
+ * index of the AH to the peer. */
+struct rdma_config {
+	std::string device;        /* ibv device name ("" : the first usable one) */
+	uint8_t port = 1;          /* physical port */
+	uint8_t gid_index = 0;     /* sgid_index (RoCEv2: the RoCE v2 GID of the address) */
 };
 
 struct perf_config {
+	std::string driver = "soft";   /* soft | verbs | mlx5 */
 	std::string test = "both";     /* lat | bw | both */
 	std::string mode = "loopback"; /* loopback | server | client */
 	uint32_t size = 64;
@@ -51,6 +61,7 @@ struct perf_config {
 	uint32_t neigh_retries = 3;
 	uint32_t neigh_fail_hold_ms = 1000;
 	endpoint_config server, client;
+	rdma_config rdma;
 
 	perf_config();
 };

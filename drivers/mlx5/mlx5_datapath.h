@@ -42,6 +42,7 @@
 #include <rte_branch_prediction.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <rte_memcpy.h>
 #include <rte_mempool.h>
 
 #include "mlx5_av.h"
@@ -218,6 +219,7 @@ public:
 		}
 		sq_end_ = r.sq_buf + size_t(r.sq_wqe_cnt) * wqe_bb;
 		sq_pi_ = sq_ci_ = 0;
+		sq_nmbuf_ = 0;
 		rq_pi_ = rq_ci_ = 0;
 		scq_ci_ = rcq_ci_ = 0;
 		bf_off_ = 0;
@@ -335,6 +337,7 @@ public:
 			last_bbs = bbs;
 			const uint32_t idx = sq_pi_ & (r_.sq_wqe_cnt - 1);
 			sq_mbuf_[idx] = inl ? nullptr : wr.mbuf;
+			sq_nmbuf_ += inl ? 0 : 1;
 			sq_bbs_[idx] = uint8_t(bbs);
 			sq_pi_ += bbs;
 			ctr_.tx_pkts++;
@@ -401,9 +404,10 @@ private:
 			rte_pktmbuf_free(wr.mbuf);
 	}
 
-	/* Writes one WQE at sq_pi_; returns its control segment. */
-	uint8_t *write_wqe(const send_wr &wr, const mlx5_av &av, bool compact, bool inl, uint32_t len,
-			   uint32_t lkey, uintptr_t addr, bool sig, uint32_t ds)
+	/* Writes one WQE at sq_pi_; returns its control segment. Always
+	 * inline: g++ 12 made it a call per WQE (bench_mlx5_wqe). */
+	__rte_always_inline uint8_t *write_wqe(const send_wr &wr, const mlx5_av &av, bool compact, bool inl,
+					       uint32_t len, uint32_t lkey, uintptr_t addr, bool sig, uint32_t ds)
 	{
 		const uint32_t pi = sq_pi_;
 		uint8_t *ctrl = r_.sq_buf + size_t(pi & (r_.sq_wqe_cnt - 1)) * wqe_bb;
@@ -431,11 +435,23 @@ private:
 
 		if (inl) {
 			const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
-			memcpy(seg, &hdr, 4);
-			/* Data and zero padding up to the 16-byte unit, split
-			 * where the ring ends. */
-			const uint32_t total = align16(4 + len) - 4;
-			copy_wrapped(seg + 4, static_cast<const uint8_t *>(wr.inline_data), len, total);
+			const uint32_t seglen = align16(4 + len);
+			if (likely(uint32_t(sq_end_ - seg) >= seglen)) {
+				/* Not wrapping (the common case): zero the last
+				 * 16-byte unit, then header and data over it; no
+				 * libc call for the variable-length parts
+				 * (bench_mlx5_wqe). */
+				memset(seg + seglen - 16, 0, 16);
+				memcpy(seg, &hdr, 4);
+				if (len != 0)
+					rte_memcpy(seg + 4, wr.inline_data, len);
+			} else {
+				memcpy(seg, &hdr, 4);
+				/* Data and zero padding up to the 16-byte unit,
+				 * split where the ring ends. */
+				copy_wrapped(seg + 4, static_cast<const uint8_t *>(wr.inline_data), len,
+					     seglen - 4);
+			}
 		} else {
 			auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(seg);
 			d->byte_count = htobe32(len);
@@ -548,12 +564,35 @@ private:
 			xc_.tx_cqe_stray++;
 			return;
 		}
+		const uint32_t mask = r_.sq_wqe_cnt - 1;
+		if (sq_nmbuf_ == 0) {
+			/* Only inline WQEs outstanding: nothing to free, so
+			 * jump to the reported WQE instead of walking to it
+			 * (sq_bbs_ is nonzero exactly at outstanding WQE
+			 * starts, which keeps the stray check). */
+			const uint32_t tgt = sq_ci_ + uint16_t(wc - uint16_t(sq_ci_));
+			const uint32_t b = sq_bbs_[tgt & mask];
+			if (unlikely(b == 0)) {
+				xc_.tx_cqe_stray++;
+				return;
+			}
+			const uint32_t from = sq_ci_ & mask, to = tgt & mask;
+			if (from <= to) {
+				memset(sq_bbs_ + from, 0, to - from + 1);
+			} else {
+				memset(sq_bbs_ + from, 0, r_.sq_wqe_cnt - from);
+				memset(sq_bbs_, 0, to + 1);
+			}
+			sq_ci_ = tgt + b;
+			return;
+		}
 		for (;;) {
-			const uint32_t idx = sq_ci_ & (r_.sq_wqe_cnt - 1);
+			const uint32_t idx = sq_ci_ & mask;
 			const bool last = uint16_t(sq_ci_) == wc;
 			if (sq_mbuf_[idx] != nullptr) {
 				rte_pktmbuf_free(sq_mbuf_[idx]);
 				sq_mbuf_[idx] = nullptr;
+				sq_nmbuf_--;
 			}
 			const uint32_t b = sq_bbs_[idx];
 			if (unlikely(b == 0)) {
@@ -716,6 +755,7 @@ private:
 	uint8_t *sq_bbs_ = nullptr;    /* by WQE start block: its size in blocks */
 	rte_mbuf **rq_mbuf_ = nullptr;
 	uint32_t sq_pi_ = 0, sq_ci_ = 0; /* basic blocks posted / retired */
+	uint32_t sq_nmbuf_ = 0;          /* outstanding WQEs that hold an mbuf */
 	uint32_t rq_pi_ = 0, rq_ci_ = 0; /* receive WQEs posted / completed */
 	uint32_t scq_ci_ = 0, rcq_ci_ = 0;
 	uint32_t bf_off_ = 0;

@@ -361,9 +361,24 @@ void mlx5_model::deliver(const mlx5_model_wqe &w)
 	} else {
 		auto *buf = reinterpret_cast<uint8_t *>(uintptr_t(addr));
 		uint8_t l3 = roce_l3_grh;
-		const uint32_t g = grh_area(w, buf, w.len, &l3);
-		if (w.len != 0)
-			memcpy(buf + grh_len, w.payload.data(), w.len);
+		const uint8_t scatter = scatter_;
+		scatter_ = 0;
+		uint32_t g;
+		std::vector<uint8_t> tmp;
+		if (scatter != 0) {
+			/* The bytes go to the CQE, not the buffer: built in a
+			 * scratch area, copied over the CQE's first 32 bytes
+			 * once its fields are written (slid and flags_rqpn lie
+			 * inside them: in this format they are data). */
+			tmp.resize(grh_len + w.len);
+			g = grh_area(w, tmp.data(), w.len, &l3);
+			if (w.len != 0)
+				memcpy(tmp.data() + grh_len, w.payload.data(), w.len);
+		} else {
+			g = grh_area(w, buf, w.len, &l3);
+			if (w.len != 0)
+				memcpy(buf + grh_len, w.payload.data(), w.len);
+		}
 		const uint32_t sl = w.av.stat_rate_sl & 0xf;
 		cqe->byte_cnt = htobe32(grh_len + w.len + lie_);
 		lie_ = 0;
@@ -373,8 +388,10 @@ void mlx5_model::deliver(const mlx5_model_wqe &w)
 		cqe->imm_inval_pkey = w.opcode == MLX5_OPCODE_SEND_IMM ? w.imm : htobe32(0);
 		cqe->sop_drop_qpn = htobe32(c_.qpn);
 		cqe->wqe_counter = htobe16(uint16_t(rq_ci_));
+		if (scatter != 0)
+			memcpy(cqe, tmp.data(), 32); /* tmp holds 40 bytes at least */
 		const uint8_t se = (w.fm_ce_se & MLX5_WQE_CTRL_SOLICITED) ? 2 : 0;
-		publish_cqe(cqe, se,
+		publish_cqe(cqe, uint8_t(se | scatter),
 			    w.opcode == MLX5_OPCODE_SEND_IMM ? MLX5_CQE_RESP_SEND_IMM : MLX5_CQE_RESP_SEND,
 			    rcq_pi_, r_.rcq.cqe_cnt);
 		resp_cqes++;

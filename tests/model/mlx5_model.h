@@ -118,6 +118,12 @@ public:
 	/* The next responder CQE reports extra bytes more than it wrote (a
 	 * device the driver must not trust). */
 	void lie_next_byte_cnt(uint32_t extra) { lie_ = extra; }
+	/* The next delivery is scattered to the CQE (mlx5 PRM "scatter to
+	 * CQE"; op_own 3:2 = fmt, MLX5_INLINE_SCATTER_32 or _64): the first
+	 * 32 bytes of GRH area + payload in the CQE's first 32 bytes, the
+	 * posted buffer left untouched. rdgram does not ask for this
+	 * format (mlx5_ring.h); this plays a device that uses it anyway. */
+	void scatter_next_recv(uint8_t fmt) { scatter_ = fmt; }
 
 	/* Every WQE executed, in order (tests inspect and may clear). */
 	std::vector<mlx5_model_wqe> executed;
@@ -151,6 +157,7 @@ private:
 	uint32_t bf_next_ = 0;
 	uint8_t fail_send_ = 0, fail_recv_ = 0;
 	uint32_t lie_ = 0;
+	uint8_t scatter_ = 0;
 };
 
 } // namespace rdgram::test

@@ -819,6 +819,188 @@ TEST(Mlx5Datapath, SendDropsCounted)
 	EXPECT_EQ(r.q.counters().tx_pkts, 0u);
 }
 
+/* Every inline length from 0 to max_inline, with the extended (RoCE) and
+ * the compact (IB, no GRH) AV: the WQE equals the helpers' byte for byte,
+ * DS and the block count follow the 16-byte units and 64-byte blocks
+ * (the inline segment crossing block boundaries at every length where
+ * that happens), on a 16-block ring so many WQEs wrap, including inline
+ * segments split by the ring's end, and each payload arrives intact. */
+TEST(Mlx5Datapath, InlineEveryLengthAcrossBlocks)
+{
+	for (const bool compact : {false, true}) {
+		SCOPED_TRACE(compact ? "compact AV" : "extended AV");
+		mlx5_model_config mc = compact ? mlx5_model_config{} : roce_cfg();
+		mc.roce = !compact;
+		mc.local_lid = 0x42;
+		mc.sq_wqe_cnt = 16;
+		mc.max_inline = 188; /* 16 + 48 + 192 = 256: up to 4 blocks */
+		queue_config qc;
+		qc.signal_every = 3; /* 3 * 4 blocks < 16 */
+		qc.compact_av = compact;
+		rig r(mc, qc);
+		ASSERT_TRUE(r.ok);
+		mlx5_av av{};
+		if (compact) {
+			ibv_ah_attr a{};
+			a.port_num = 1;
+			a.dlid = 0x42;
+			a.sl = 1;
+			ASSERT_EQ(build_ib_av(a, false, &av), 0);
+		} else {
+			av = roce_av(mc.local_gid);
+		}
+		const ah_handle h = r.add_ah(av);
+		std::vector<uint8_t> pay(mc.max_inline);
+		unsigned by_bbs[5] = {}, seg_split = 0;
+		uint64_t k = 0;
+		for (uint32_t len = 0; len <= mc.max_inline; len++) {
+			for (uint32_t i = 0; i < len; i++)
+				pay[i] = uint8_t(len * 31 + i);
+			send_wr w{};
+			w.ah = h;
+			w.remote_qpn = mc.qpn;
+			w.remote_qkey = mc.qkey;
+			w.flags = send_inline;
+			w.inline_data = len != 0 ? pay.data() : nullptr;
+			w.inline_len = len;
+			const uint32_t pi = r.q.sq_head();
+			const bool sig = ++k % qc.signal_every == 0;
+			const auto want = expected_wqe(pi, mc.qpn, w, av, compact, mc.qkey,
+						       sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0, 0);
+			const uint32_t avlen = compact ? 16 : 48;
+			const uint32_t ds = (16 + avlen + (4 + len + 15) / 16 * 16) / 16;
+			ASSERT_EQ(want.size(), ds * 16u);
+			const uint32_t bbs = (ds * 16 + 63) / 64;
+			/* Inline segment starting in the ring's last block
+			 * and ending past it. */
+			const uint32_t seg_at = (pi & 15) * 64 + 16 + avlen;
+			seg_split += seg_at < 16 * 64 && seg_at + (ds * 16 - 16 - avlen) > 16 * 64;
+			ASSERT_EQ(r.q.tx_burst(&w, 1), 1) << "len " << len;
+			ASSERT_EQ(r.q.sq_head() - pi, bbs) << "len " << len;
+			by_bbs[bbs]++;
+			const mlx5_doorbell db = r.model.doorbell();
+			EXPECT_TRUE(db.matches) << "len " << len;
+			r.model.executed.clear();
+			ASSERT_EQ(r.model.process(), 1u) << "len " << len;
+			const mlx5_model_wqe &x = r.model.executed[0];
+			EXPECT_EQ(x.ds, ds) << "len " << len;
+			EXPECT_EQ(x.compact, compact);
+			EXPECT_EQ(x.bytes, want) << "len " << len << hexdiff(x.bytes, want);
+			std::vector<recv_wc> got;
+			drain_rx(r, got);
+			r.q.tx_flush();
+			ASSERT_EQ(got.size(), 1u) << "len " << len;
+			EXPECT_EQ(got[0].byte_len, grh_len + len);
+			if (len != 0) {
+				EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(got[0].mbuf, uint8_t *, grh_len),
+						    pay.data(), len))
+					<< "len " << len;
+			}
+			free_wcs(got);
+		}
+		/* Every block count a WQE of this AV can have was produced:
+		 * extended 2..4, compact 1..4. */
+		for (uint32_t b = compact ? 1 : 2; b <= 4; b++)
+			EXPECT_GT(by_bbs[b], 0u) << b << " blocks";
+		EXPECT_GT(seg_split, 3u) << "inline segments split by the ring's end";
+		EXPECT_EQ(r.q.counters().tx_drops(), 0u);
+		/* Inline only: completions retire by jumping to the reported
+		 * WQE; all but the unsignalled tail (< signal_every WQEs) is
+		 * retired, no CQE was a stray. */
+		EXPECT_EQ(r.q.mlx5_stats().tx_cqes, r.model.req_cqes);
+		EXPECT_EQ(r.q.mlx5_stats().tx_cqe_stray, 0u);
+		EXPECT_LE(r.q.sq_outstanding(), (qc.signal_every - 1) * 4);
+		if (k % qc.signal_every == 0) { /* the last WQE was signalled */
+			EXPECT_EQ(r.q.sq_outstanding(), 0u);
+		}
+		EXPECT_EQ(r.model.delivered, mc.max_inline + 1u);
+		EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	}
+}
+
+/* Without compact-AV support an AH without a GRH still goes out with the
+ * 48-byte AV and MLX5_EXTENDED_UD_AV (the compact one needs the device's
+ * say-so). */
+TEST(Mlx5Datapath, ExtendedAvWithoutCompactSupport)
+{
+	mlx5_model_config mc;
+	mc.roce = false;
+	mc.local_lid = 0x42;
+	queue_config qc;
+	qc.compact_av = false;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	ibv_ah_attr a{};
+	a.port_num = 1;
+	a.dlid = 0x42;
+	mlx5_av lid{};
+	ASSERT_EQ(build_ib_av(a, false, &lid), 0);
+	send_wr w{};
+	w.ah = r.add_ah(lid);
+	w.remote_qpn = mc.qpn;
+	w.remote_qkey = mc.qkey;
+	w.mbuf = payload_mbuf(r.mp, 20, 3);
+	const auto want = expected_wqe(r.q.sq_head(), mc.qpn, w, lid, false, mc.qkey, 0, lkey_of(r, w.mbuf));
+	ASSERT_EQ(r.q.tx_burst(&w, 1), 1);
+	ASSERT_EQ(r.model.process(), 1u);
+	EXPECT_FALSE(r.model.executed[0].compact);
+	EXPECT_EQ(r.model.executed[0].bytes, want) << hexdiff(r.model.executed[0].bytes, want);
+	std::vector<recv_wc> got;
+	drain_rx(r, got);
+	ASSERT_EQ(got.size(), 1u);
+	EXPECT_FALSE(got[0].wc_flags & wc_grh); /* no GRH on the wire: none reported */
+	free_wcs(got);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
+/* GRH and data in the buffer (the normal case, every other test) versus
+ * scattered into the CQE (MLX5_INLINE_SCATTER_32 / _64): rdgram never
+ * enables scatter-to-CQE, so such a CQE is counted and dropped, its
+ * receive WQE consumed and its buffer back in the pool, and the receives
+ * around it are delivered unharmed. */
+TEST(Mlx5Datapath, ScatterToCqeCountedAndDropped)
+{
+	mlx5_model_config mc = roce_cfg();
+	queue_config qc;
+	qc.rq_refill_batch = 1;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+	const uint8_t fmts[4] = {0, MLX5_INLINE_SCATTER_32, MLX5_INLINE_SCATTER_64, 0};
+	std::vector<recv_wc> got;
+	for (unsigned i = 0; i < 4; i++) {
+		uint8_t pay[8];
+		memset(pay, 0x10 + i, sizeof(pay));
+		send_wr w{};
+		w.ah = h;
+		w.remote_qpn = mc.qpn;
+		w.remote_qkey = mc.qkey;
+		w.flags = send_inline;
+		w.inline_data = pay;
+		w.inline_len = sizeof(pay);
+		ASSERT_EQ(r.q.tx_burst(&w, 1), 1);
+		if (fmts[i] != 0)
+			r.model.scatter_next_recv(fmts[i]);
+		ASSERT_EQ(r.model.process(), 1u);
+		drain_rx(r, got);
+	}
+	r.q.tx_flush();
+	ASSERT_EQ(got.size(), 2u);
+	EXPECT_EQ(*rte_pktmbuf_mtod_offset(got[0].mbuf, uint8_t *, grh_len), 0x10);
+	EXPECT_EQ(*rte_pktmbuf_mtod_offset(got[1].mbuf, uint8_t *, grh_len), 0x13);
+	EXPECT_EQ(r.q.mlx5_stats().rx_cqe_scatter, 2u);
+	EXPECT_EQ(r.q.mlx5_stats().rx_wqe_mismatch, 0u);
+	EXPECT_EQ(r.q.mlx5_stats().rx_cqe_unexpected, 0u);
+	EXPECT_EQ(r.q.counters().rx_pkts, 2u);
+	EXPECT_EQ(r.model.resp_cqes, 4u);
+	free_wcs(got);
+	r.q.post_recvs();
+	EXPECT_EQ(r.in_use(), r.q.rq_posted()); /* no buffer leaked */
+	r.q.detach();
+	EXPECT_EQ(r.in_use(), 0u);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
 /* build_ib_av follows mlx5_create_ah's rules for an IB port. */
 TEST(Mlx5Av, IbAvAsProviderBuildsIt)
 {
