@@ -121,25 +121,49 @@ public:
 		return check_connid(p, connid);
 	}
 
-	/* n lookups (n <= max_bulk), the first-level words prefetched first
-	 * so their misses overlap. connid may be nullptr (no checks). */
+	/* n lookups (n <= max_bulk, more are ignored), pipelined in three
+	 * passes so the misses of a burst overlap instead of queueing behind
+	 * each other: (1) prefetch every first-level word; (2) read them, and
+	 * for each key the first level does not answer but flags has_more,
+	 * prefetch its second-level home bucket; for every peer found,
+	 * prefetch its record (the connection id check); (3) finish the
+	 * second-level probes (their home lines are in flight or cached), then
+	 * check connection ids. Without (2) a second-level probe was a
+	 * dependent miss per key (docs/PERFORMANCE.md, issue 5). connid may be
+	 * nullptr (no checks). */
 	void lookup_bulk(const uint16_t *ahn, const uint32_t *qpn, const uint32_t *connid, unsigned n,
 			 result *out) const
 	{
+		if (unlikely(n > max_bulk))
+			n = max_bulk;
 		for (unsigned i = 0; i < n; i++)
 			rte_prefetch0(&first_[ahn[i]]);
+		uint32_t p[max_bulk];
+		uint64_t second = 0; /* bit i: key i goes to the second level */
+		const uint32_t mask = nb_ - 1;
 		for (unsigned i = 0; i < n; i++) {
 			const uint32_t q = qpn[i] & 0xffffff;
 			const uint64_t w = __atomic_load_n(&first_[ahn[i]], __ATOMIC_ACQUIRE);
-			uint32_t p;
-			if (likely((w & valid) && w1_qpn(w) == q))
-				p = w1_peer(w);
-			else if (!(w & has_more))
-				p = nil;
-			else
-				p = find_more(ahn[i], q);
-			out[i] = p == nil ? result{nil, false} : check_connid(p, connid ? connid[i] : any_connid);
+			if (likely((w & valid) && w1_qpn(w) == q)) {
+				p[i] = w1_peer(w);
+				if (connid != nullptr)
+					rte_prefetch0(&peers_[p[i]]);
+			} else if (!(w & has_more)) {
+				p[i] = nil;
+			} else {
+				p[i] = nil;
+				second |= uint64_t(1) << i;
+				rte_prefetch0(&more_[home(key_of(ahn[i], q), mask)]);
+			}
 		}
+		for (uint64_t m = second; m != 0; m &= m - 1) {
+			const unsigned i = unsigned(__builtin_ctzll(m));
+			p[i] = find_more(ahn[i], qpn[i] & 0xffffff);
+			if (p[i] != nil && connid != nullptr)
+				rte_prefetch0(&peers_[p[i]]);
+		}
+		for (unsigned i = 0; i < n; i++)
+			out[i] = p[i] == nil ? result{nil, false} : check_connid(p[i], connid ? connid[i] : any_connid);
 	}
 
 	/* The caller's cookie for a peer (valid while the peer is bound or
