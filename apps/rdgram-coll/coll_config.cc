@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "coll_config.h"
+
+#include "rdgram/config.h"
+
+namespace rdgram::coll {
+
+void load_coll_config(const std::string &path, coll_config &c)
+{
+	toml::table root = parse_config_file(path);
+	table_reader r(root, "", path);
+	if (auto t = r.get_table("eal")) {
+		c.eal_args = t->get_string_array("args");
+		t->finish();
+	}
+	if (auto t = r.get_table("job")) {
+		c.mode = t->get_enum("mode", c.mode, {"threads", "procs"});
+		c.ranks = uint32_t(t->get_int("ranks", c.ranks, 1, max_procs_ranks));
+		c.rank = int32_t(t->get_int("rank", c.rank, -1, max_procs_ranks - 1));
+		c.rendezvous = t->get_string("rendezvous", c.rendezvous);
+		c.memif_socket = t->get_string("memif_socket", c.memif_socket);
+		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
+		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
+		t->finish();
+	}
+	if (auto t = r.get_table("collectives")) {
+		c.iters = uint32_t(t->get_int("iters", c.iters, 1, 1000000));
+		c.size = uint32_t(t->get_int("size", c.size, 1, max_size));
+		c.rto_us = uint32_t(t->get_int("rto_us", c.rto_us, 1, 10000000));
+		c.drop_rate = t->get_double("drop_rate", c.drop_rate, 0, 0.5);
+		c.seed = uint64_t(t->get_int("seed", int64_t(c.seed), 0, INT64_MAX));
+		t->finish();
+	}
+	r.finish();
+}
+
+} // namespace rdgram::coll

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-coll settings: built-in defaults, then a TOML file (-c), then
+ * command-line options, each overriding the last.
+ */
+#ifndef RDGRAM_COLL_CONFIG_H
+#define RDGRAM_COLL_CONFIG_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace rdgram::coll {
+
+struct coll_config {
+	std::vector<std::string> eal_args; /* used when none on the command line */
+	std::string mode = "threads";   /* threads | procs */
+	uint32_t ranks = 8;             /* job size (procs: unless a launcher says) */
+	int32_t rank = -1;              /* procs: this process's rank (-1: launcher) */
+	std::string rendezvous = "127.0.0.1:18515"; /* procs: rank 0's TCP address */
+	std::string memif_socket = "/tmp/rdgram-coll.sock"; /* procs: the star's socket */
+	uint32_t iters = 100;           /* iterations of each collective */
+	uint32_t size = 64;             /* bytes per block (allgather, alltoall) */
+	uint32_t rto_us = 200;          /* retransmission timeout */
+	double drop_rate = 0;           /* fraction of received datagrams dropped */
+	uint64_t seed = 1;              /* drop pattern */
+	double timeout_s = 30;          /* every phase's deadline */
+	uint32_t qkey = 0x11110000;     /* Q_Key of every rank's QP */
+};
+
+inline constexpr uint32_t max_threads_ranks = 14; /* control_thread::max_pollers - 2 */
+inline constexpr uint32_t max_procs_ranks = 64;
+inline constexpr uint32_t max_size = 1024;
+
+/* Applies a TOML file; throws config_error with file:line:column. */
+void load_coll_config(const std::string &path, coll_config &cfg);
+
+} // namespace rdgram::coll
+
+#endif

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rdgram authors
+#
+# rdgram-coll end to end on the soft driver: 8 ranks as state machines in one
+# process with receive drops (every barrier, allgather and alltoall
+# verified at every rank, retransmissions > 0), the runnable config, 3 ranks
+# as processes over net_memif with a TCP rendezvous (rank and size from
+# mpirun's environment, PMIx's, and the command line), and refusals of bad
+# options and configs (one line, exit 2). Every run is under `timeout`.
+# Usage: coll.sh RDGRAM_COLL CONFIG_DIR
+set -u
+coll=$1
+cfgdir=$2
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail=0
+eal() { echo "-l $1 --no-huge --no-shconf -m $2 --no-pci --log-level=lib.eal:error --file-prefix rdgram-colltest$$-$3"; }
+# check OUT RANKS_HERE ITERS: the report says PASS, every collective
+# verified, none failed.
+check() {
+  local out=$1 here=$2 iters=$3 want
+  want=$((here * iters * 3))
+  grep -q '^result: PASS$' "$out" || { echo "FAIL: $out: no PASS"; cat "$out"; return 1; }
+  grep -q "verified: $want  failed: 0" "$out" || { echo "FAIL: $out: expected $want verified, 0 failed"; cat "$out"; return 1; }
+  for op in barrier allgather alltoall; do
+    grep -Eq "^  $op +[0-9.]+ +[0-9.]+ +[0-9.]+ +$((here * iters))\$" "$out" || { echo "FAIL: $out: no $op latency row"; return 1; }
+  done
+  return 0
+}
+counter() { grep -Eo "$2: [0-9]+" "$1" | head -1 | grep -Eo '[0-9]+$'; }
+
+# 1. Eight ranks, threads mode, 5% of received datagrams dropped.
+timeout 60 "$coll" $(eal 0,1 512 t) -- --ranks 8 --iters 100 --drop-rate 0.05 --seed 7 >"$tmp/t8.out" 2>"$tmp/t8.err"
+rc=$?
+if [ $rc -ne 0 ]; then echo "FAIL: threads 8 ranks exit $rc"; cat "$tmp/t8.out" "$tmp/t8.err"; fail=1
+elif check "$tmp/t8.out" 8 100; then
+  rt=$(counter "$tmp/t8.out" retransmits); dr=$(counter "$tmp/t8.out" 'dropped \(--drop-rate\)')
+  [ "${rt:-0}" -gt 0 ] && [ "${dr:-0}" -gt 0 ] || { echo "FAIL: drops $dr retransmits $rt: loss recovery not exercised"; fail=1; }
+  [ "$(grep -c '^  rank ' "$tmp/t8.out")" -eq 8 ] || { echo "FAIL: not 8 per-rank storm times"; fail=1; }
+  grep -q '7/7 created' "$tmp/t8.out" && ! grep -E '^  rank .* [0-6]/7 created' "$tmp/t8.out" \
+    || { echo "FAIL: AH storm incomplete"; fail=1; }
+  grep -q 'storm ms: min [0-9.]*  median [0-9.]*  max [0-9.]*' "$tmp/t8.out" || { echo "FAIL: no storm summary"; fail=1; }
+  echo "threads: 8 ranks ok (dropped $dr, retransmits $rt)"
+else fail=1; fi
+# Without drops nothing is dropped by the app.
+timeout 60 "$coll" $(eal 0,1 512 t) -- --ranks 4 --iters 20 >"$tmp/t4.out" 2>"$tmp/t4.err" \
+  && check "$tmp/t4.out" 4 20 && [ "$(counter "$tmp/t4.out" 'dropped \(--drop-rate\)')" = 0 ] \
+  || { echo "FAIL: threads 4 ranks without drops"; cat "$tmp/t4.out" "$tmp/t4.err"; fail=1; }
+
+# 2. The runnable config (8 ranks, drop rate 0.02), fewer iterations.
+timeout 60 "$coll" $(eal 0,1 512 c) -- -c "$cfgdir/rdgram-coll.toml" --iters 20 >"$tmp/cfg.out" 2>"$tmp/cfg.err" \
+  && check "$tmp/cfg.out" 8 20 || { echo "FAIL: config/rdgram-coll.toml"; cat "$tmp/cfg.out" "$tmp/cfg.err"; fail=1; }
+
+# 3. Three processes over net_memif (star through rank 0), TCP rendezvous.
+# Rank 1 learns its rank as under mpirun, rank 2 as under a PMIx server
+# (size from --ranks), rank 0 from the command line; started in reverse
+# order (the rendezvous waits for rank 0).
+port=$((20000 + $$ % 20000))
+common="--mode procs --iters 30 --drop-rate 0.02 --timeout 40 --rendezvous 127.0.0.1:$port --memif-socket $tmp/star.sock"
+env PMIX_RANK=2 PMIX_NAMESPACE=colltest timeout 55 "$coll" $(eal 1,0 256 p2) -- $common --ranks 3 \
+  >"$tmp/p2.out" 2>"$tmp/p2.err" & pids+=($!)
+env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=3 timeout 55 "$coll" $(eal 0,1 256 p1) -- $common \
+  >"$tmp/p1.out" 2>"$tmp/p1.err" & pids+=($!)
+timeout 55 "$coll" $(eal 1,0 256 p0) -- $common --ranks 3 --rank 0 >"$tmp/p0.out" 2>"$tmp/p0.err"
+rc0=$?
+wait "${pids[1]}"; rc1=$?
+wait "${pids[0]}"; rc2=$?
+pids=()
+for r in 0 1 2; do
+  eval "rc=\$rc$r"
+  if [ "$rc" -ne 0 ]; then echo "FAIL: procs rank $r exit $rc"; cat "$tmp/p$r.out" "$tmp/p$r.err"; fail=1
+  else check "$tmp/p$r.out" 1 30 || fail=1; fi
+done
+grep -q 'mode procs (Open MPI)' "$tmp/p1.out" || { echo "FAIL: rank 1 did not take its rank from OMPI_COMM_WORLD_*"; fail=1; }
+grep -q 'mode procs (PMIx)' "$tmp/p2.out" || { echo "FAIL: rank 2 did not take its rank from PMIX_RANK"; fail=1; }
+grep -q 'switch: forwarded [1-9]' "$tmp/p0.out" || { echo "FAIL: rank 0's switch forwarded nothing"; fail=1; }
+grep -A1 'AH storm, all ranks' "$tmp/p0.out" | grep -Eq '^  [0-9.]+ [0-9.]+ [0-9.]+$' \
+  || { echo "FAIL: rank 0 did not gather 3 storm times"; fail=1; }
+[ $fail -eq 0 ] && echo "procs: 3 ranks over net_memif ok"
+
+# 4. Refusals: one line on stderr, exit 2, before the EAL starts.
+printf '[job]\nranks = 4\nfoo = 1\n' >"$tmp/unknown.toml"
+printf '[collectives]\ndrop_rate = 0.9\n' >"$tmp/range.toml"
+printf '[job\n' >"$tmp/syntax.toml"
+while IFS= read -r args; do
+  # shellcheck disable=SC2086
+  timeout 20 "$coll" $(eal 0,1 256 x) -- $args >"$tmp/bad.out" 2>"$tmp/bad.err"
+  rc=$?
+  lines=$(grep -vc -e '^TELEMETRY' -e 'avx512' "$tmp/bad.err")
+  if [ $rc -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -q '^rdgram-coll: ' "$tmp/bad.err"; then
+    echo "FAIL: '$args': exit $rc, $lines lines"; cat "$tmp/bad.err"; fail=1
+  fi
+done <<EOF_ARGS
+--ranks 0
+--mode rings
+--drop-rate 0.7
+--size 5000
+--ranks 15
+--iters -1
+--mode procs --ranks 3
+--mode procs --ranks 3 --rank 3
+--mode procs --ranks 3 --rank 1 --rendezvous 127.0.0.1
+--no-such-option
+-c $tmp/unknown.toml
+-c $tmp/range.toml
+-c $tmp/syntax.toml
+-c $tmp/missing.toml
+EOF_ARGS
+[ $fail -eq 0 ] && echo "refusals ok"
+exit $fail
