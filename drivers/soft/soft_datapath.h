@@ -132,6 +132,9 @@ public:
 	static constexpr unsigned max_burst = 32;
 	static constexpr unsigned max_qps = 8;
 	static constexpr unsigned tx_stash_size = 2 * max_burst;
+	static constexpr unsigned max_mcast = 8;
+	/* IBA 10.5.2.1 / ibv_post_send(3): the DQPN of every multicast send. */
+	static constexpr uint32_t mcast_qpn = 0xffffff;
 
 	soft_queue() = default;
 
@@ -171,6 +174,48 @@ public:
 		return 0;
 	}
 	int add_qp(uint32_t qpn, uint32_t qkey) { return add_qp(qpn, qkey, true); }
+	/* Multicast attachment, ibv_attach_mcast(3)/ibv_detach_mcast(3):
+	 * QP qpn of this queue receives RoCEv2 datagrams sent to group g (its
+	 * IPv4-mapped or IPv6 multicast GID) with the multicast DQPN 0xFFFFFF.
+	 * A group is delivered to ONE QP per queue: the first attached one (a
+	 * later attach of the same group to another QP of the queue is
+	 * refused with EBUSY rather than silently never delivered); several
+	 * receivers of one group use separate queues or ports. Attaching is
+	 * the data-path half of a join: soft_device::join_mcast sends the
+	 * IGMP/MLD report. (The owning poll thread, or before it runs.)
+	 * attach: 0 (also when already attached to that QP); EINVAL: g is
+	 * not a multicast GID or qpn is not a QP of this queue; EBUSY: the
+	 * group is attached to another QP here; ENOMEM: max_mcast groups.
+	 * detach: 0; EINVAL: not a multicast GID, or not attached to qpn. */
+	int attach_mcast(uint32_t qpn, const wire::gid &g)
+	{
+		if (!g.is_multicast())
+			return EINVAL;
+		unsigned qi = 0;
+		while (qi < nqp_ && qps_[qi].qpn != qpn)
+			qi++;
+		if (qi == nqp_)
+			return EINVAL;
+		for (unsigned i = 0; i < nmc_; i++)
+			if (memcmp(mc_[i].gid.raw, g.raw, 16) == 0)
+				return mc_[i].qi == qi ? 0 : EBUSY;
+		if (nmc_ == max_mcast)
+			return ENOMEM;
+		mc_[nmc_++] = mcast_member{g, qi};
+		return 0;
+	}
+	int detach_mcast(uint32_t qpn, const wire::gid &g)
+	{
+		if (!g.is_multicast())
+			return EINVAL;
+		for (unsigned i = 0; i < nmc_; i++)
+			if (memcmp(mc_[i].gid.raw, g.raw, 16) == 0 && qps_[mc_[i].qi].qpn == qpn) {
+				mc_[i] = mc_[--nmc_];
+				return 0;
+			}
+		return EINVAL;
+	}
+	unsigned nb_mcast() const { return nmc_; }
 	soft_qp *qp(unsigned i) { return i < nqp_ ? &qps_[i] : nullptr; }
 	unsigned nb_qps() const { return nqp_; }
 	/* Which local QP sends (its QPN goes in DETH); index into qps. */
@@ -416,6 +461,23 @@ private:
 	rte_ring *ctl_rx_ = nullptr; /* slow path: frames to the control thread */
 	rte_ring *ctl_tx_ = nullptr; /* frames from the control thread (queue 0) */
 	soft_qp qps_[max_qps]{};
+	/* Attached multicast groups and the QP (index) each goes to. */
+	struct mcast_member {
+		wire::gid gid;
+		unsigned qi;
+	};
+	/* The attached group dst (4 or 16 bytes) names: its QP index, or -1. */
+	int mcast_lookup(bool v4, const uint8_t *dst) const
+	{
+		for (unsigned i = 0; i < nmc_; i++) {
+			const wire::gid &g = mc_[i].gid;
+			if (v4 ? g.is_v4_mapped() && memcmp(g.raw + 12, dst, 4) == 0 : memcmp(g.raw, dst, 16) == 0)
+				return int(mc_[i].qi);
+		}
+		return -1;
+	}
+	unsigned nmc_ = 0;
+	mcast_member mc_[max_mcast]{};
 	soft_port_view view_{};
 	qp_counters ctr_{};
 	rte_mbuf *stash_[tx_stash_size];
@@ -710,7 +772,10 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 		for (unsigned i = 0; i < view_.n_v6; i++)
 			mine |= memcmp(view_.v6[i], dst, 16) == 0;
 	}
-	if (unlikely(!mine)) {
+	/* Not one of our addresses: a multicast group a QP here attached to
+	 * (the unicast path pays nothing for it), else a mismatch. */
+	int mq = -1;
+	if (unlikely(!mine) && (nmc_ == 0 || (mq = mcast_lookup(v4, dst)) < 0)) {
 		ctr_.rx_dgid_mismatch++;
 		return false;
 	}
@@ -730,11 +795,20 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 	}
 	const uint32_t dqpn = wire::get24(bth->dqpn);
 	unsigned qi = 0;
-	while (qi < nqp_ && qps_[qi].qpn != dqpn)
-		qi++;
-	if (unlikely(qi == nqp_)) {
-		ctr_.rx_unknown_qpn++;
-		return false;
+	if (unlikely(mq >= 0)) {
+		/* To a group: IBA 10.5.2.1 wants the multicast DQPN. */
+		if (dqpn != mcast_qpn) {
+			ctr_.rx_unknown_qpn++;
+			return false;
+		}
+		qi = unsigned(mq);
+	} else {
+		while (qi < nqp_ && qps_[qi].qpn != dqpn)
+			qi++;
+		if (unlikely(qi == nqp_)) {
+			ctr_.rx_unknown_qpn++;
+			return false;
+		}
 	}
 	/* Lengths: headers, pad and ICRC must fit inside the UDP length. */
 	const uint32_t after_udp = wire::bth_len + wire::deth_len + (imm ? wire::immdt_len : 0);
@@ -760,7 +834,7 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 	}
 
 	/* Deliver: fill the completion, then rearrange into verbs' layout. */
-	wc.qp_num = dqpn;
+	wc.qp_num = qps_[qi].qpn; /* dqpn, or the attached QP for a group */
 	wc.src_qp = wire::get24(deth->sqpn);
 	wc.wc_flags = uint8_t(wc_grh | (imm ? wc_with_imm : 0) |
 			      ((bth->flags & wire::bth_se) ? wc_solicited : 0));

@@ -198,6 +198,7 @@ void soft_device::close()
 	ahn_by_gid_.fini();
 	ahs_by_gid_.clear();
 	gid_of_slot_.clear();
+	joined_.clear();
 	ahs_.fini();
 	/* The mempool outlives the port's queues: free it only after stop. The
 	 * port itself (a vdev) belongs to whoever probed it. */

@@ -108,6 +108,30 @@ public:
 	bool neighbour_info(const wire::gid &ip, neigh_info *out) const { return neigh_.info(ip, out); }
 	size_t nb_neighbours() const { return neigh_.size(); }
 
+	/* Group membership on the wire (control thread). join_mcast sends an
+	 * IGMPv2 Membership Report (RFC 2236; IPv4-mapped group) or an MLDv2
+	 * Report with a CHANGE_TO_EXCLUDE({}) record (RFC 3810; IPv6 group)
+	 * the first time g is joined; leave_mcast sends the IGMPv2 Leave Group
+	 * to 224.0.0.2 or the MLDv2 CHANGE_TO_INCLUDE({}) record when the last
+	 * join of g is left. Joins are counted per group; a QP receives the
+	 * group once soft_queue::attach_mcast is done as well (rdma_cm's
+	 * rdma_join_multicast followed by ibv_attach_mcast). Frames go out
+	 * through queue 0 like ARP/ND, so queue 0 must be polled. The source
+	 * address is the port's first address of the family (MLD wants a
+	 * link-local one: configure it first for a real MLD router). 0;
+	 * EINVAL: g not multicast, or the port has no address of its family;
+	 * leave: EINVAL when g is not joined; ENOBUFS: no mbuf or the
+	 * control-TX ring is full (the membership is changed anyway; periodic
+	 * reports to a querier are not sent: a querier times the group out). */
+	int join_mcast(const wire::gid &g);
+	int leave_mcast(const wire::gid &g);
+	struct mcast_stats {
+		uint64_t igmp_reports = 0, igmp_leaves = 0; /* IGMPv2 frames queued */
+		uint64_t mld_reports = 0, mld_leaves = 0;   /* MLDv2 reports queued */
+		uint64_t tx_failed = 0;                     /* ENOBUFS */
+	};
+	const mcast_stats &mcast_counters() const { return mst_; }
+
 	/* Sets up data-path queue q for one poll thread. */
 	/* Sets up data-path queue q for a poll thread on NUMA node socket
 	 * (it reads that node's AV replica; SOCKET_ID_ANY: the first). */
@@ -155,6 +179,10 @@ private:
 	std::vector<wire::gid> gid_of_slot_;
 	void ahn_add(uint32_t slot, uint32_t gen, const wire::gid &g);
 	void ahn_remove(uint32_t slot);
+	/* IGMP/MLD: joins per group, counters, report builder. */
+	std::unordered_map<wire::gid, uint32_t, gid_hash> joined_;
+	mcast_stats mst_{};
+	int send_membership(const wire::gid &g, bool join);
 	rte_ring *ctl_rx_ = nullptr; /* poll threads -> control: ARP/ND frames */
 	rte_ring *ctl_tx_ = nullptr; /* control -> queue 0: frames to send */
 	bool started_ = false;

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "mcast.h"
+
+#include "rdgram/config.h"
+
+namespace rdgram::mcast {
+
+void load_mcast_config(const std::string &path, mcast_config &c)
+{
+	toml::table root = parse_config_file(path);
+	table_reader r(root, "", path);
+	if (auto t = r.get_table("mcast")) {
+		c.mode = t->get_enum("mode", c.mode, {"pub", "sub", "both"});
+		if (t->has("groups")) {
+			c.groups = t->get_ip_array("groups");
+			for (const auto &g : c.groups)
+				if (!g.is_multicast())
+					t->fail("groups", "IPv4 (224/4) or IPv6 (ff00::/8) multicast addresses");
+		}
+		c.subscribers = uint32_t(t->get_int("subscribers", c.subscribers, 1, 8));
+		c.rate = t->get_double("rate", c.rate, 0, 1e9);
+		c.count = uint64_t(t->get_int("count", int64_t(c.count), 0, int64_t(1) << 48));
+		c.duration = t->get_double("duration", c.duration, 0, 86400 * 7);
+		c.size = uint32_t(t->get_int("size", c.size, sizeof(msg_hdr), 4096));
+		c.status_interval = t->get_double("status_interval", c.status_interval, 0, 3600);
+		/* One number each here (0: none); the command line takes several. */
+		if (uint64_t v = uint64_t(t->get_int("skip_seq", 0, 0, int64_t(1) << 48)); v != 0)
+			c.skip_seq = {v};
+		if (uint64_t v = uint64_t(t->get_int("dup_seq", 0, 0, int64_t(1) << 48)); v != 0)
+			c.dup_seq = {v};
+		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
+		c.qpn = uint32_t(t->get_int("qpn", c.qpn, 2, 0xfffffe));
+		c.publisher_id = uint32_t(t->get_int("publisher_id", c.publisher_id, 0, 0xffffffff));
+		c.idle_timeout = t->get_double("idle_timeout", c.idle_timeout, 0.01, 3600);
+		c.port = t->get_string("port", c.port);
+		if (t->has("addresses")) {
+			c.addresses = t->get_ip_array("addresses");
+			for (const auto &a : c.addresses)
+				if (a.is_multicast() || a.is_zero())
+					t->fail("addresses", "unicast IPv4 or IPv6 addresses");
+		}
+		c.hist_csv = t->get_string("hist_csv", c.hist_csv);
+		c.hist_plot = t->get_string("hist_plot", c.hist_plot);
+		t->finish();
+	}
+	if (auto t = r.get_table("eal")) {
+		c.eal_args = t->get_string_array("args");
+		t->finish();
+	}
+	r.finish();
+}
+
+} // namespace rdgram::mcast
