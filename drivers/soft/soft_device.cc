@@ -185,6 +185,20 @@ int soft_device::open(const soft_config &cfg)
 	return 0;
 }
 
+unsigned soft_device::drain_control_frames()
+{
+	unsigned n = 0;
+	for (rte_ring *r : {ctl_rx_, ctl_tx_}) {
+		void *m;
+		while (r != nullptr && rte_ring_dequeue(r, &m) == 0) {
+			RDGRAM_TSAN_ACQUIRE(m);
+			rte_pktmbuf_free(static_cast<rte_mbuf *>(m));
+			n++;
+		}
+	}
+	return n;
+}
+
 void soft_device::close()
 {
 	if (started_) {

@@ -86,6 +86,11 @@ public:
 	int destroy_ah(ah_handle h) override;
 	void reclaim() override { ahs_.reclaim(); }
 	uint32_t live_ahs() const override { return ahs_.live(); }
+	/* Frees the ARP/ND frames still in flight between the poll threads and
+	 * the control thread (close() does the same); returns how many. For an
+	 * orderly stop: call it after the poll threads stopped, on the control
+	 * thread, before checking that every mbuf is back in its pool. */
+	unsigned drain_control_frames();
 	uint32_t reclaim_pending() const override { return ahs_.retired_waiting(); }
 	/* device.h semantics. 0: multicast, or a static, reachable or stale
 	 * neighbour; EINPROGRESS: resolving (a first request goes out when

@@ -146,6 +146,8 @@ public:
 		return ok;
 	}
 
+	const std::string &name() const { return name_; }
+
 	uint64_t dropped(const char *reason) const
 	{
 		for (auto &d : drops_)
