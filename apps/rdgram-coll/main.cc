@@ -48,6 +48,7 @@
 #include "coll_config.h"
 #include "coll_engine.h"
 #include "rdgram/ah_service.h"
+#include "rdgram/burst_guard.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
@@ -81,6 +82,7 @@ struct sw_port {
 	rte_ring *from = nullptr; /* frames the rank's port sent */
 	rte_ring *to = nullptr;   /* frames for the rank's port */
 	int eth = -1;
+	int guard = -1; /* burst_guard slot of eth */
 	rte_mbuf *out[32]; /* frames for this port from the current input burst */
 	unsigned nout = 0;
 };
@@ -100,8 +102,14 @@ struct eth_switch {
 	{
 		for (sw_port &in : ports) {
 			rte_mbuf *m[32];
-			const unsigned n = in.eth >= 0 ? rte_eth_rx_burst(uint16_t(in.eth), 0, m, 32)
-						       : rte_ring_dequeue_burst(in.from, (void **)m, 32, nullptr);
+			unsigned n;
+			if (in.eth >= 0) {
+				burst_guard::enter(in.guard);
+				n = rte_eth_rx_burst(uint16_t(in.eth), 0, m, 32);
+				burst_guard::leave(in.guard);
+			} else {
+				n = rte_ring_dequeue_burst(in.from, (void **)m, 32, nullptr);
+			}
 			for (unsigned i = 0; i < n; i++) {
 				const auto *e = rte_pktmbuf_mtod(m[i], const rte_ether_hdr *);
 				const uint8_t *d = e->dst_addr.addr_bytes;
@@ -124,8 +132,14 @@ struct eth_switch {
 
 	void send(sw_port &out)
 	{
-		const unsigned k = out.eth >= 0 ? rte_eth_tx_burst(uint16_t(out.eth), 0, out.out, uint16_t(out.nout))
-						: rte_ring_enqueue_burst(out.to, (void **)out.out, out.nout, nullptr);
+		unsigned k;
+		if (out.eth >= 0) {
+			burst_guard::enter(out.guard);
+			k = rte_eth_tx_burst(uint16_t(out.eth), 0, out.out, uint16_t(out.nout));
+			burst_guard::leave(out.guard);
+		} else {
+			k = rte_ring_enqueue_burst(out.to, (void **)out.out, out.nout, nullptr);
+		}
 		st.forwarded += k;
 		st.full += out.nout - k;
 		for (unsigned i = k; i < out.nout; i++)
@@ -489,6 +503,7 @@ int main(int argc, char **argv)
 				if (status == 0 && (status = setup_eth_port(mp, swpool)) != 0)
 					fprintf(stderr, "rdgram-coll: memif link %u: %s\n", r, strerror(status));
 				j.sw.ports[r].eth = mp;
+				j.sw.ports[r].guard = burst_guard::slot_for(mp, 0);
 				memif_ports.push_back(mp);
 			}
 		}

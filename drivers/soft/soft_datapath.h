@@ -36,6 +36,7 @@
 #include <rte_ring.h>
 
 #include "rdgram/ah_table.h"
+#include "rdgram/burst_guard.h"
 #include "rdgram/crc32.h"
 #include "rdgram/dest_cache.h"
 #include "rdgram/stats.h"
@@ -149,6 +150,7 @@ public:
 	{
 		port_ = port;
 		queue_ = queue;
+		guard_ = burst_guard::slot_for(port, queue);
 		mp_ = mp;
 		/* The AV replica on the poll thread's node: two words, so the TX
 		 * lookup does not go through the table object. */
@@ -307,7 +309,9 @@ public:
 		if (n > max_burst)
 			n = max_burst;
 		rte_mbuf *pkts[max_burst];
+		burst_guard::enter(guard_);
 		uint16_t nb = rte_eth_rx_burst(port_, queue_, pkts, n);
+		burst_guard::leave(guard_);
 		if (RDGRAM_TSAN)
 			for (uint16_t i = 0; i < nb; i++)
 				RDGRAM_TSAN_ACQUIRE(pkts[i]);
@@ -387,7 +391,9 @@ private:
 		if (RDGRAM_TSAN)
 			for (unsigned i = 0; i < nstash_; i++)
 				RDGRAM_TSAN_RELEASE(stash_[i]);
+		burst_guard::enter(guard_);
 		uint16_t sent = rte_eth_tx_burst(port_, queue_, stash_, uint16_t(nstash_));
+		burst_guard::leave(guard_);
 		if (sent < nstash_) {
 			memmove(stash_, stash_ + sent, (nstash_ - sent) * sizeof(stash_[0]));
 			ctr_.tx_port_full++;
@@ -419,7 +425,9 @@ private:
 				RDGRAM_TSAN_ACQUIRE(c[i]);
 				RDGRAM_TSAN_RELEASE(c[i]);
 			}
+		burst_guard::enter(guard_);
 		uint16_t sent = rte_eth_tx_burst(port_, queue_, c, uint16_t(n));
+		burst_guard::leave(guard_);
 		ctr_.tx_control += sent;
 		/* Port full: the control thread retransmits on its own timers, so
 		 * these are freed rather than held (never stall the data path). */
@@ -438,6 +446,7 @@ private:
 	}
 
 	uint16_t port_ = 0, queue_ = 0;
+	int guard_ = -1; /* burst_guard slot: net_memif ports only */
 	/* One bulk lookup for the burst's senders. */
 	__rte_noinline void set_ahns(recv_wc *wcs, uint16_t n)
 	{
