@@ -72,7 +72,7 @@ tsan_opts=(-Db_sanitize=thread -Dbuildtype=debugoptimized)
 run_sanitizers() {
 	local rc=0
 	configure_variant build-asan "${asan_opts[@]}" "${san_opts[@]}" || return 1
-	echo "== the suite under ASan+UBSan (build-asan/)"
+	echo "== the suite under ASan+UBSan (build-asan/) [${SECONDS} s]"
 	rm -f build-asan/meson-logs/testlog.json # a failed build must not count old results
 	if ninja -C build-asan; then
 		UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
@@ -82,7 +82,7 @@ run_sanitizers() {
 	fi
 	# TSan: the concurrency suite only (threads sharing rdgram state); built
 	# alone, since a TSan build of everything doubles the CI time.
-	echo "== the concurrency tests under TSan (build-tsan/)"
+	echo "== the concurrency tests under TSan (build-tsan/) [${SECONDS} s]"
 	configure_variant build-tsan "${tsan_opts[@]}" "${san_opts[@]}" || return 1
 	rm -f build-tsan/meson-logs/testlog.json
 	local targets
@@ -111,7 +111,7 @@ for t in json.load(sys.stdin):
     if t["name"].startswith("fuzz_"):
         print(t["filename"][0])')
 	ninja -C build-fuzz ${targets//$PWD\/build-fuzz\//} || return 1
-	echo "== the fuzz targets, ${RDGRAM_FUZZ_SECONDS:-10} s each (build-fuzz/)"
+	echo "== the fuzz targets, ${RDGRAM_FUZZ_SECONDS:-10} s each (build-fuzz/) [${SECONDS} s]"
 	meson test -C build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite fuzz "$@"
 }
 
@@ -128,6 +128,7 @@ if [[ $cmd == fuzz ]]; then
 	exit $?
 fi
 
+echo "== build/ [${SECONDS} s]"
 ninja -C build
 
 case "$cmd" in
@@ -138,6 +139,7 @@ test)
 	# The suite, then (with no arguments: the whole-suite run CI does) the
 	# same suite under ASan+UBSan and under TSan, then the fuzz targets.
 	rc=0
+	echo "== the suite (build/) [${SECONDS} s]"
 	meson test -C build --print-errorlogs --num-processes 1 "$@" || rc=1
 	dirs=(build)
 	if (($# == 0)) && [[ ${RDGRAM_NO_SANITIZERS:-} != 1 ]]; then
@@ -149,6 +151,7 @@ test)
 		dirs+=(build-fuzz)
 	fi
 	# One line over every run: what passed and what did not.
+	echo "== done [${SECONDS} s]"
 	python3 - "${dirs[@]}" <<'PY'
 import json, sys
 ok = bad = 0
