@@ -110,10 +110,16 @@ uint64_t burst_guard::timeouts() { return ntimeouts.load(std::memory_order_relax
  * most); everywhere else it is the next munmap in link order (libc, or a
  * sanitizer's interceptor) unchanged.
  */
+/* A sanitizer's munmap interceptor, when one is linked: with clang the
+ * runtime is inside the executable, where RTLD_NEXT would skip it. */
+extern "C" int __interceptor_munmap(void *addr, size_t len) __attribute__((weak));
+
 extern "C" int munmap(void *addr, size_t len) noexcept
 {
 	using munmap_fn = int (*)(void *, size_t);
-	static const munmap_fn next = reinterpret_cast<munmap_fn>(dlsym(RTLD_NEXT, "munmap"));
+	static const munmap_fn next = __interceptor_munmap != nullptr
+					      ? __interceptor_munmap
+					      : reinterpret_cast<munmap_fn>(dlsym(RTLD_NEXT, "munmap"));
 	if (rdgram::qsbr.load(std::memory_order_acquire) != nullptr && rte_thread_is_intr())
 		rdgram::burst_guard::synchronize(1000000000u);
 	if (next != nullptr)
