@@ -124,7 +124,9 @@ for t in json.load(sys.stdin):
         print(t["filename"][0])')
 	ninja -C build-fuzz ${targets//$PWD\/build-fuzz\//} || return 1
 	echo "== the fuzz targets, ${RDGRAM_FUZZ_SECONDS:-10} s each (build-fuzz/) [${SECONDS} s]"
-	meson test -C build-fuzz --no-rebuild --print-errorlogs --num-processes 1 --suite fuzz "$@"
+	# One target per CPU: each is a single-threaded process fuzzing its own
+	# copy of its corpus for the same time whether or not another runs.
+	meson test -C build-fuzz --no-rebuild --print-errorlogs --num-processes "$(nproc)" --suite fuzz "$@"
 }
 
 if [[ $cmd == sanitize ]]; then
