@@ -8,7 +8,7 @@ set -euo pipefail
 PKGS=(
 	meson ninja-build pkg-config g++
 	libdpdk-dev dpdk-dev
-	libibverbs-dev ibverbs-providers
+	libibverbs-dev ibverbs-providers librdmacm-dev
 	libhwloc-dev libnuma-dev libpcap-dev zlib1g-dev
 	libgtest-dev libbenchmark-dev
 	libtomlplusplus-dev libcli11-dev

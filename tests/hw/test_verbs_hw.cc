@@ -14,7 +14,12 @@
  * QP to the other (inline and mbuf payloads, with and without immediate
  * data), check every payload, src_qp, the GRH flag and the GIDs parsed from
  * the GRH area; check the AH errno semantics; destroy everything and check
- * every mbuf came back.
+ * every mbuf came back. With librdmacm: join a multicast group through
+ * rdma_cm (publisher send-only, subscriber full member + ibv_attach_mcast),
+ * send to the group, check what the subscriber's QP receives, leave.
+ * RDGRAM_MCAST_LOCAL=<address of the port> (needed on InfiniBand: the IPoIB
+ * address; on RoCE the port's first RoCEv2 GID gives it) and
+ * RDGRAM_MCAST_GROUP=<group> (default 239.255.77.1 or ff15::7701).
  */
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +32,9 @@
 
 #include "eal_env.h"
 #include "verbs_device.h"
+#ifdef RDGRAM_VERBS_MCAST
+#include "verbs_mcast.h"
+#endif
 
 using namespace rdgram;
 using namespace rdgram::verbs;
@@ -57,7 +65,9 @@ struct hw_fixture {
 	bool made[2] = {false, false};
 	bool ok = false;
 
-	hw_fixture()
+	/* sub_qkey: queue 1's Q_Key (the multicast test's subscriber needs
+	 * the group's). */
+	explicit hw_fixture(uint32_t sub_qkey = 0x11111111)
 	{
 		verbs_config c;
 		c.device = wanted_device();
@@ -80,7 +90,7 @@ struct hw_fixture {
 		for (int i = 0; i < 2; i++) {
 			verbs_queue_config qc;
 			qc.pool = mp;
-			qc.qkey = 0x11111111;
+			qc.qkey = i == 1 ? sub_qkey : 0x11111111;
 			qc.sq_depth = 256;
 			qc.rq_depth = 512;
 			g_rt->ctl().call([&] { rc = dev.create_queue(qc, q[i]); });
@@ -258,6 +268,89 @@ TEST(VerbsHw, BurstBetweenTwoQpsThroughOwnGid)
 		f.q[0].tx_flush();
 	EXPECT_EQ(f.destroy(h), 0);
 }
+
+#ifdef RDGRAM_VERBS_MCAST
+TEST(VerbsHw, MulticastJoinSendReceiveLeave)
+{
+	hw_fixture f(RDMA_UDP_QKEY); /* rdma_cm's RDMA_PS_UDP groups use it */
+	ASSERT_TRUE(f.ok);
+	const port_attr &pa = f.dev.port();
+	const bool ib = pa.link != link_layer::ethernet;
+	/* The local address: given, or the port's RoCEv2 GID as an IP address. */
+	sockaddr_storage local{}, group{};
+	if (const char *e = getenv("RDGRAM_MCAST_LOCAL"); e != nullptr) {
+		ASSERT_EQ(parse_sockaddr(e, &local), 0) << "RDGRAM_MCAST_LOCAL=" << e;
+	} else if (const int gi = first_gid(pa); !ib && gi >= 0 && pa.gids[size_t(gi)].is_v4_mapped()) {
+		auto *s4 = reinterpret_cast<sockaddr_in *>(&local);
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = pa.gids[size_t(gi)].v4();
+	} else {
+		GTEST_SKIP() << "set RDGRAM_MCAST_LOCAL to an IP address of " << f.dev.name()
+			     << "'s port (InfiniBand: its IPoIB address)";
+	}
+	const char *ge = getenv("RDGRAM_MCAST_GROUP");
+	ASSERT_EQ(parse_sockaddr(ge != nullptr ? ge : local.ss_family == AF_INET ? "239.255.77.1" : "ff15::7701", &group),
+		  0);
+	rdmacm_group sub, pub;
+	int rc = -1;
+	g_rt->ctl().call([&] {
+		rc = sub.join(f.dev.context(), f.dev.port_num(), ib, reinterpret_cast<sockaddr *>(&local),
+			      reinterpret_cast<sockaddr *>(&group), rdmacm_group::role::subscriber, f.q[1].qp(), 5000);
+	});
+	ASSERT_EQ(rc, 0) << "subscriber join: " << sub.error();
+	g_rt->ctl().call([&] {
+		rc = pub.join(f.dev.context(), f.dev.port_num(), ib, reinterpret_cast<sockaddr *>(&local),
+			      reinterpret_cast<sockaddr *>(&group), rdmacm_group::role::publisher, nullptr, 5000);
+	});
+	ASSERT_EQ(rc, 0) << "publisher join: " << pub.error();
+	const mcast_membership &m = pub.membership();
+	EXPECT_EQ(m.qpn, mcast_qpn);
+	EXPECT_EQ(m.qkey, sub.membership().qkey);
+	EXPECT_EQ(memcmp(m.mgid.raw, sub.membership().mgid.raw, 16), 0);
+	printf("group MGID %02x%02x:...:%02x%02x MLID 0x%x Q_Key 0x%x\n", m.mgid.raw[0], m.mgid.raw[1],
+	       m.mgid.raw[14], m.mgid.raw[15], m.mlid, m.qkey);
+
+	ibv_ah_attr a = m.ah_attr;
+	a.port_num = 1; /* rdgram's port numbering */
+	int err = -1;
+	const ah_handle h = f.create(a, &err);
+	ASSERT_EQ(err, 0) << strerror(err);
+	const unsigned n = 32;
+	std::vector<std::vector<uint8_t>> pay(n);
+	std::vector<send_wr> w(n);
+	for (unsigned i = 0; i < n; i++) {
+		pay[i].assign(16 + i, uint8_t(0xA0 + i));
+		w[i] = send_wr{h, m.qpn, m.qkey, nullptr, pay[i].data(), uint32_t(pay[i].size()), 0, 0};
+	}
+	ASSERT_EQ(f.q[0].tx_burst(w.data(), uint16_t(n)), n);
+	std::vector<recv_wc> got;
+	recv_wc wc[32];
+	const uint64_t until = rte_get_timer_cycles() + 2 * rte_get_timer_hz();
+	while (got.size() < n && rte_get_timer_cycles() < until) {
+		f.q[0].tx_flush();
+		const uint16_t k = f.q[1].rx_burst(wc, 32);
+		got.insert(got.end(), wc, wc + k);
+	}
+	ASSERT_EQ(got.size(), size_t(n)) << "datagrams sent to the group did not all reach the attached QP";
+	for (unsigned i = 0; i < n; i++) {
+		const recv_wc &r = got[i];
+		EXPECT_EQ(r.byte_len, wire::grh_len + pay[i].size()) << i;
+		EXPECT_EQ(memcmp(rte_pktmbuf_mtod_offset(r.mbuf, void *, wire::grh_len), pay[i].data(), pay[i].size()), 0)
+			<< i;
+		EXPECT_EQ(r.src_qp, f.q[0].qpn());
+		EXPECT_TRUE(r.wc_flags & wc_grh) << i; /* multicast always carries a GRH */
+		EXPECT_EQ(memcmp(r.dgid.raw, m.mgid.raw, 16), 0) << i;
+		rte_pktmbuf_free(r.mbuf);
+	}
+	for (int spin = 0; spin < 100000 && f.q[0].tx_outstanding() >= f.q[0].parts().tx.signal_every; spin++)
+		f.q[0].tx_flush();
+	EXPECT_EQ(f.destroy(h), 0);
+	g_rt->ctl().call([&] {
+		EXPECT_EQ(sub.leave(), 0) << sub.error();
+		EXPECT_EQ(pub.leave(), 0) << pub.error();
+	});
+}
+#endif
 
 int main(int argc, char **argv)
 {
