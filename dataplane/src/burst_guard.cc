@@ -16,7 +16,6 @@
 #include <rte_common.h>
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
-#include <rte_pause.h>
 
 namespace rdgram {
 namespace {
@@ -32,7 +31,6 @@ bool unmaps_behind_poll_threads(uint16_t port)
 }
 
 std::mutex setup_mu;
-std::atomic<rte_rcu_qsbr *> qsbr{nullptr};
 struct slot_key {
 	uint16_t port, queue;
 };
@@ -59,7 +57,7 @@ int burst_guard::slot_for(uint16_t port, uint16_t queue)
 			return int(i);
 	if (nslots == max_slots)
 		return -1;
-	rte_rcu_qsbr *v = qsbr.load(std::memory_order_relaxed);
+	rte_rcu_qsbr *v = v_.load(std::memory_order_relaxed);
 	if (v == nullptr) {
 		/* Process lifetime, like the PMDs' own state; never freed. */
 		const size_t sz = RTE_ALIGN_CEIL(rte_rcu_qsbr_get_memsize(max_slots), RTE_CACHE_LINE_SIZE);
@@ -68,8 +66,7 @@ int burst_guard::slot_for(uint16_t port, uint16_t queue)
 			free(v);
 			return -1;
 		}
-		v_ = v;
-		qsbr.store(v, std::memory_order_release);
+		v_.store(v, std::memory_order_release);
 	}
 	if (rte_rcu_qsbr_thread_register(v, nslots) != 0)
 		return -1;
@@ -79,7 +76,7 @@ int burst_guard::slot_for(uint16_t port, uint16_t queue)
 
 bool burst_guard::synchronize(uint64_t timeout_ns)
 {
-	rte_rcu_qsbr *v = qsbr.load(std::memory_order_acquire);
+	rte_rcu_qsbr *v = v_.load(std::memory_order_acquire);
 	if (v == nullptr)
 		return true;
 	const uint64_t token = rte_rcu_qsbr_start(v);
@@ -120,7 +117,7 @@ extern "C" int munmap(void *addr, size_t len) noexcept
 	static const munmap_fn next = __interceptor_munmap != nullptr
 					      ? __interceptor_munmap
 					      : reinterpret_cast<munmap_fn>(dlsym(RTLD_NEXT, "munmap"));
-	if (rdgram::qsbr.load(std::memory_order_acquire) != nullptr && rte_thread_is_intr())
+	if (rdgram::burst_guard::v_.load(std::memory_order_acquire) != nullptr && rte_thread_is_intr())
 		rdgram::burst_guard::synchronize(1000000000u);
 	if (next != nullptr)
 		return next(addr, len);

@@ -21,6 +21,7 @@
  * flag and returns 0. Other ports (net_ring, pcap, af_packet, ...) get slot
  * -1: one predicted branch per burst.
  */
+#include <atomic>
 #include <cstdint>
 
 #include <rte_rcu_qsbr.h>
@@ -41,12 +42,12 @@ public:
 	static void enter(int slot)
 	{
 		if (slot >= 0)
-			rte_rcu_qsbr_thread_online(v_, unsigned(slot));
+			rte_rcu_qsbr_thread_online(v_.load(std::memory_order_relaxed), unsigned(slot));
 	}
 	static void leave(int slot)
 	{
 		if (slot >= 0)
-			rte_rcu_qsbr_thread_offline(v_, unsigned(slot));
+			rte_rcu_qsbr_thread_offline(v_.load(std::memory_order_relaxed), unsigned(slot));
 	}
 
 	/* Waits until every guarded burst in flight now has ended, at most
@@ -59,7 +60,10 @@ public:
 	static uint64_t waits();
 	static uint64_t timeouts();
 
-	static inline rte_rcu_qsbr *v_ = nullptr;
+	/* The QSBR variable, made with the first slot and never freed. A
+	 * thread holding a slot got it after the store (slot_for), so a
+	 * relaxed load suffices there; the munmap hook acquires it. */
+	static inline std::atomic<rte_rcu_qsbr *> v_{nullptr};
 };
 
 } // namespace rdgram

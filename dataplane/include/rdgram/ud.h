@@ -62,9 +62,12 @@ enum wc_flags : uint8_t {
 	wc_solicited = 1u << 2,
 };
 
-/* RoCE L3 type of a received packet (mlx5 CQE flags_rqpn bits 27:24 carry
- * the same information on hardware). */
-enum class l3_type : uint8_t { ib_grh = 0, ipv6 = 2, ipv4 = 3 };
+/* RoCE L3 type of a received packet, numbered as the kernel's enum
+ * rdma_network_type (include/rdma/ib_verbs.h: RDMA_NETWORK_IB 0,
+ * RDMA_NETWORK_IPV4 2, RDMA_NETWORK_IPV6 3; 1 was RoCEv1). The mlx5 CQE
+ * carries the same information in its own numbering (flags_rqpn bits
+ * 27:24, see drivers/mlx5); only the names are used in rdgram. */
+enum class l3_type : uint8_t { ib_grh = 0, ipv4 = 2, ipv6 = 3 };
 
 /* One receive completion (ibv_wc for a UD QP, plus the buffer). As in verbs,
  * the mbuf's data begins with the 40-byte GRH area and the payload follows:
