@@ -28,7 +28,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <rte_cycles.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
@@ -37,6 +36,7 @@
 #include <rte_ring.h>
 
 #include "ah_app.h"
+#include "cli.h"
 #include "rdgram/ah_service.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
@@ -689,94 +689,77 @@ int main(int argc, char **argv)
 	split_args sa = split_command_line(argc, argv);
 	ah_app_config c;
 
-	CLI::App app{"rdgram-ah: inspect the AH registry, measure AH creation and lookup, and run an AH storm, "
-		     "on the soft RoCEv2 driver (an in-process net_ring pair: this host and a peer that "
-		     "answers ARP/ND).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
-		     "rdgram-ah"};
-	app.get_formatter()->column_width(34);
+	cli::parser app{"rdgram-ah",
+			"rdgram-ah: inspect the AH registry, measure AH creation and lookup, and run an AH storm, "
+			"on the soft RoCEv2 driver (an in-process net_ring pair: this host and a peer that "
+			"answers ARP/ND).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
+			34};
 	app.require_subcommand(1);
 	std::string cfg_path;
-	app.add_option("-c,--config", cfg_path, "TOML config file (see config/rdgram-ah.toml); options override it");
-	app.add_flag("--json", c.json, "print one JSON object instead of tables [off]");
-	app.add_flag("--ipv6", c.ipv6, "use IPv6 addresses (fd00::/16) instead of IPv4 (10/8) [off]");
-	app.add_option("--capacity", c.capacity, "AH registry capacity [65536]")->check(CLI::Range(1u, 1u << 24));
-	app.add_option("--max-ah", c.max_ah, "the soft device's AH table size (max_ah) [1048576]")
-		->check(CLI::Range(1u, 1u << 24));
-	app.add_option("--neigh-ttl-ms", c.neigh_ttl_ms, "lifetime of a resolved neighbour before re-resolution [30000]")
-		->check(CLI::Range(1u, 86400000u));
-	app.add_option("--hold", c.hold_s,
-		       "seconds to keep running after the report, e.g. to read /rdgram/ telemetry [0]")
-		->check(CLI::Range(0.0, 86400.0));
+	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-ah.toml); options override it");
+	app.flag("--json", c.json, "print one JSON object instead of tables [off]");
+	app.flag("--ipv6", c.ipv6, "use IPv6 addresses (fd00::/16) instead of IPv4 (10/8) [off]");
+	app.add("--capacity", c.capacity, "AH registry capacity [65536]").range(1u, 1u << 24);
+	app.add("--max-ah", c.max_ah, "the soft device's AH table size (max_ah) [1048576]").range(1u, 1u << 24);
+	app.add("--neigh-ttl-ms", c.neigh_ttl_ms, "lifetime of a resolved neighbour before re-resolution [30000]")
+		.range(1u, 86400000u);
+	app.add("--hold", c.hold_s, "seconds to keep running after the report, e.g. to read /rdgram/ telemetry [0]")
+		.range(0.0, 86400.0);
 
-	CLI::App *ins = app.add_subcommand("inspect", "create a set of AHs and print the registry table");
-	ins->add_option("--dests", c.dests, "destinations with a static neighbour entry [4]")
-		->check(CLI::Range(0u, 65536u));
-	ins->add_option("--resolved", c.resolved, "destinations resolved by ARP/ND (the peer answers) [2]")
-		->check(CLI::Range(0u, 1024u));
-	ins->add_option("--flows", c.flows, "AHs per destination, each with its own flow label [1]")
-		->check(CLI::Range(1u, 1u << 20));
-	ins->add_option("--release", c.release, "of the AHs created, destroy this many again (cached, refcount 0) [1]")
-		->check(CLI::Range(0u, 1u << 24));
+	cli::command ins = app.subcommand("inspect", "create a set of AHs and print the registry table");
+	ins.add("--dests", c.dests, "destinations with a static neighbour entry [4]").range(0u, 65536u);
+	ins.add("--resolved", c.resolved, "destinations resolved by ARP/ND (the peer answers) [2]").range(0u, 1024u);
+	ins.add("--flows", c.flows, "AHs per destination, each with its own flow label [1]").range(1u, 1u << 20);
+	ins.add("--release", c.release, "of the AHs created, destroy this many again (cached, refcount 0) [1]")
+		.range(0u, 1u << 24);
 
-	CLI::App *ben = app.add_subcommand("bench", "AH create rates (one by one, batched, reuse) and lookup rate");
-	ben->add_option("--count", c.count, "AHs per phase (three disjoint sets: needs capacity >= 3 x count) [10000]")
-		->check(CLI::Range(1u, 1u << 22));
-	ben->add_option("--batch", c.batch, "AHs per create_ah_batch call [4096]")->check(CLI::Range(1u, 1u << 24));
-	ben->add_option("--dests", c.storm_dests, "distinct destination addresses (the rest differ by flow label) [1024]")
-		->check(CLI::Range(1u, 1u << 24));
-	ben->add_option("--lookup-seconds", c.lookup_s, "how long to run dest_cache bulk lookups [0.5]")
-		->check(CLI::Range(0.01, 600.0));
+	cli::command ben = app.subcommand("bench", "AH create rates (one by one, batched, reuse) and lookup rate");
+	ben.add("--count", c.count, "AHs per phase (three disjoint sets: needs capacity >= 3 x count) [10000]")
+		.range(1u, 1u << 22);
+	ben.add("--batch", c.batch, "AHs per create_ah_batch call [4096]").range(1u, 1u << 24);
+	ben.add("--dests", c.storm_dests, "distinct destination addresses (the rest differ by flow label) [1024]")
+		.range(1u, 1u << 24);
+	ben.add("--lookup-seconds", c.lookup_s, "how long to run dest_cache bulk lookups [0.5]").range(0.01, 600.0);
 
 	uint32_t storm_n = 0;
-	CLI::App *sto = app.add_subcommand("storm", "create N AHs at once; time to all-ready, readiness p50/p99, memory");
-	sto->add_option("N", storm_n, "AHs to create (no default: required)")->required()->check(CLI::Range(1u, 1u << 24));
-	sto->add_option("--batch", c.batch, "AHs per create_ah_batch call [4096]")->check(CLI::Range(1u, 1u << 24));
-	sto->add_option("--dests", c.storm_dests, "distinct destination addresses (the rest differ by flow label) [1024]")
-		->check(CLI::Range(1u, 1u << 24));
-	sto->add_flag("--resolve", c.storm_resolve,
-		      "resolve the destinations by ARP/ND through the peer (at most 1024) instead of static "
-		      "neighbours [off]");
-	sto->add_option("--timeout", c.timeout_s, "seconds to wait for readiness (and for neighbours) [30]")
-		->check(CLI::Range(0.1, 3600.0));
+	cli::command sto = app.subcommand("storm", "create N AHs at once; time to all-ready, readiness p50/p99, memory");
+	sto.add("N", storm_n, "AHs to create (no default: required)").required().range(1u, 1u << 24);
+	sto.add("--batch", c.batch, "AHs per create_ah_batch call [4096]").range(1u, 1u << 24);
+	sto.add("--dests", c.storm_dests, "distinct destination addresses (the rest differ by flow label) [1024]")
+		.range(1u, 1u << 24);
+	sto.flag("--resolve", c.storm_resolve,
+		 "resolve the destinations by ARP/ND through the peer (at most 1024) instead of static "
+		 "neighbours [off]");
+	sto.add("--timeout", c.timeout_s, "seconds to wait for readiness (and for neighbours) [30]").range(0.1, 3600.0);
 
 	/* Global options may also follow the subcommand. */
-	for (CLI::App *sub : {ins, ben, sto})
+	for (cli::command *sub : {&ins, &ben, &sto})
 		sub->fallthrough();
 
 	/* A config file is applied first, so options (which CLI11 writes into c
 	 * while parsing) must win: parse twice, the second time over the
 	 * file's values. */
-	auto parse = [&] {
-		std::vector<std::string> rev(sa.app.rbegin(), sa.app.rend());
-		app.parse(rev);
-	};
-	try {
-		parse();
-		if (!cfg_path.empty()) {
+	if (int rc = app.parse(sa.app); rc >= 0)
+		return rc;
+	if (!cfg_path.empty()) {
+		try {
 			load_ah_config(cfg_path, c);
-			app.clear();
-			parse();
+		} catch (const config_error &e) {
+			fprintf(stderr, "rdgram-ah: %s\n", e.what());
+			return 2;
 		}
-	} catch (const CLI::CallForHelp &e) {
-		return app.exit(e);
-	} catch (const CLI::CallForAllHelp &e) {
-		return app.exit(e);
-	} catch (const CLI::ParseError &e) {
-		fprintf(stderr, "rdgram-ah: %s (see --help)\n", e.what());
-		return 2;
-	} catch (const config_error &e) {
-		fprintf(stderr, "rdgram-ah: %s\n", e.what());
-		return 2;
+		if (int rc = app.parse(sa.app); rc >= 0)
+			return rc;
 	}
-	if (ins->parsed() && c.dests + c.resolved == 0) {
+	if (ins.parsed() && c.dests + c.resolved == 0) {
 		fprintf(stderr, "rdgram-ah: nothing to create\n");
 		return 2;
 	}
-	if (sto->parsed() && c.storm_resolve && c.storm_dests > 1024) {
+	if (sto.parsed() && c.storm_resolve && c.storm_dests > 1024) {
 		fprintf(stderr, "rdgram-ah: storm --resolve takes at most 1024 destinations (--dests)\n");
 		return 2;
 	}
-	if (sto->parsed() && uint64_t(storm_n) > c.capacity) {
+	if (sto.parsed() && uint64_t(storm_n) > c.capacity) {
 		fprintf(stderr, "rdgram-ah: storm of %u AHs above the registry capacity %u (--capacity)\n", storm_n,
 			c.capacity);
 		return 2;
@@ -785,17 +768,17 @@ int main(int argc, char **argv)
 	/* Destinations: static ones on 10.2/16 (fd02::), resolved ones on
 	 * 10.3/16 (fd03::), which the peer owns and answers ARP/ND for. */
 	std::vector<wire::gid> statics, peer_addrs{addr_of(c.ipv6, 1, 2)}, storm_dests;
-	if (ins->parsed()) {
+	if (ins.parsed()) {
 		for (uint32_t d = 0; d < c.dests; d++)
 			statics.push_back(addr_of(c.ipv6, 2, d + 1));
 		for (uint32_t d = 0; d < c.resolved; d++)
 			peer_addrs.push_back(addr_of(c.ipv6, 3, d + 1));
 	} else {
-		const uint32_t nd = sto->parsed() ? std::min(c.storm_dests, storm_n) : std::min(c.storm_dests, c.count);
+		const uint32_t nd = sto.parsed() ? std::min(c.storm_dests, storm_n) : std::min(c.storm_dests, c.count);
 		for (uint32_t d = 0; d < nd; d++) {
-			const wire::gid g = addr_of(c.ipv6, sto->parsed() && c.storm_resolve ? 3 : 2, d + 1);
+			const wire::gid g = addr_of(c.ipv6, sto.parsed() && c.storm_resolve ? 3 : 2, d + 1);
 			storm_dests.push_back(g);
-			if (sto->parsed() && c.storm_resolve)
+			if (sto.parsed() && c.storm_resolve)
 				peer_addrs.push_back(g);
 			else
 				statics.push_back(g);
@@ -826,9 +809,9 @@ int main(int argc, char **argv)
 	if (status == 0)
 		status = bring_up(h, statics, peer_addrs);
 	if (status == 0) {
-		if (ins->parsed())
+		if (ins.parsed())
 			status = run_inspect(h);
-		else if (ben->parsed())
+		else if (ben.parsed())
 			status = run_bench(h);
 		else
 			status = run_storm(h, storm_n, storm_dests);

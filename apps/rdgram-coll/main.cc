@@ -35,7 +35,6 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_eth_ring.h>
@@ -45,6 +44,7 @@
 #include <rte_ring.h>
 
 #include "bootstrap.h"
+#include "cli.h"
 #include "coll_config.h"
 #include "coll_engine.h"
 #include "rdgram/ah_service.h"
@@ -348,62 +348,55 @@ int main(int argc, char **argv)
 	split_args sa = split_command_line(argc, argv);
 	coll_config c;
 
-	CLI::App app{"rdgram-coll: HPC collectives over UD on the soft RoCEv2 driver: address exchange, the AH "
-		     "storm (timed per rank), then barrier (dissemination), allgather (ring) and alltoall "
-		     "(pairwise) with the app's own loss recovery, verified results and per-op latency.\n"
-		     "Usage: rdgram-coll [EAL args --] [options]",
-		     "rdgram-coll"};
-	app.get_formatter()->column_width(34);
+	cli::parser app{"rdgram-coll",
+			"rdgram-coll: HPC collectives over UD on the soft RoCEv2 driver: address exchange, the AH "
+			"storm (timed per rank), then barrier (dissemination), allgather (ring) and alltoall "
+			"(pairwise) with the app's own loss recovery, verified results and per-op latency.\n"
+			"Usage: rdgram-coll [EAL args --] [options]",
+			34};
 	std::string cfg_path;
-	app.add_option("-c,--config", cfg_path, "TOML config file (see config/rdgram-coll.toml); options override it");
-	app.add_option("--mode", c.mode,
-		       "threads: all ranks in this process over a net_ring switch; procs: this process is one "
-		       "rank, star over net_memif through rank 0 [threads]")
-		->check(CLI::IsMember({"threads", "procs"}));
-	app.add_option("--ranks", c.ranks,
-		       "number of ranks (threads: at most 14; procs: at most 64, taken from mpirun's "
-		       "OMPI_COMM_WORLD_SIZE when set) [8]")
-		->check(CLI::Range(1u, max_procs_ranks));
-	app.add_option("--rank", c.rank,
-		       "procs: this process's rank (-1: from OMPI_COMM_WORLD_RANK or PMIX_RANK) [-1]")
-		->check(CLI::Range(-1, int(max_procs_ranks) - 1));
-	app.add_option("--rendezvous", c.rendezvous,
-		       "procs: host:port where rank 0 listens for the address exchange [127.0.0.1:18515]");
-	app.add_option("--memif-socket", c.memif_socket,
-		       "procs: the memif control socket of the star (rank 0 is the server) [/tmp/rdgram-coll.sock]");
-	app.add_option("--iters", c.iters, "iterations of each collective [100]")->check(CLI::Range(1u, 1000000u));
-	app.add_option("--size", c.size, "bytes per rank block in allgather and alltoall (one datagram) [64]")
-		->check(CLI::Range(1u, max_size));
-	app.add_option("--rto-us", c.rto_us, "retransmission timeout of an unacknowledged message, us [200]")
-		->check(CLI::Range(1u, 10000000u));
-	app.add_option("--drop-rate", c.drop_rate,
-		       "fraction of received datagrams each rank throws away, to exercise loss recovery [0]")
-		->check(CLI::Range(0.0, 0.5));
-	app.add_option("--seed", c.seed, "seed of the drop pattern (per rank: seed and rank) [1]");
-	app.add_option("--timeout", c.timeout_s, "deadline of each phase (exchange, storm, collectives), s [30]")
-		->check(CLI::Range(0.1, 3600.0));
-	app.add_option("--qkey", c.qkey, "Q_Key of every rank's QP (below 0x80000000) [0x11110000]")
-		->check(CLI::Range(0u, 0x7fffffffu));
+	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-coll.toml); options override it");
+	app.add("--mode", c.mode,
+		"threads: all ranks in this process over a net_ring switch; procs: this process is one "
+		"rank, star over net_memif through rank 0 [threads]")
+		.one_of({"threads", "procs"});
+	app.add("--ranks", c.ranks,
+		"number of ranks (threads: at most 14; procs: at most 64, taken from mpirun's "
+		"OMPI_COMM_WORLD_SIZE when set) [8]")
+		.range(1u, max_procs_ranks);
+	app.add("--rank", c.rank, "procs: this process's rank (-1: from OMPI_COMM_WORLD_RANK or PMIX_RANK) [-1]")
+		.range(-1, int(max_procs_ranks) - 1);
+	app.add("--rendezvous", c.rendezvous,
+		"procs: host:port where rank 0 listens for the address exchange [127.0.0.1:18515]");
+	app.add("--memif-socket", c.memif_socket,
+		"procs: the memif control socket of the star (rank 0 is the server) [/tmp/rdgram-coll.sock]");
+	app.add("--iters", c.iters, "iterations of each collective [100]").range(1u, 1000000u);
+	app.add("--size", c.size, "bytes per rank block in allgather and alltoall (one datagram) [64]")
+		.range(1u, max_size);
+	app.add("--rto-us", c.rto_us, "retransmission timeout of an unacknowledged message, us [200]")
+		.range(1u, 10000000u);
+	app.add("--drop-rate", c.drop_rate,
+		"fraction of received datagrams each rank throws away, to exercise loss recovery [0]")
+		.range(0.0, 0.5);
+	app.add("--seed", c.seed, "seed of the drop pattern (per rank: seed and rank) [1]");
+	app.add("--timeout", c.timeout_s, "deadline of each phase (exchange, storm, collectives), s [30]")
+		.range(0.1, 3600.0);
+	app.add("--qkey", c.qkey, "Q_Key of every rank's QP (below 0x80000000) [0x11110000]").range(0u, 0x7fffffffu);
 
-	auto parse = [&] {
-		std::vector<std::string> rev(sa.app.rbegin(), sa.app.rend());
-		app.parse(rev);
-	};
-	try {
-		parse();
-		if (!cfg_path.empty()) {
+	/* A config file is applied first, so options (which CLI11 writes into c
+	 * while parsing) must win: parse twice, the second time over the
+	 * file's values. */
+	if (int rc = app.parse(sa.app); rc >= 0)
+		return rc;
+	if (!cfg_path.empty()) {
+		try {
 			load_coll_config(cfg_path, c);
-			app.clear();
-			parse();
+		} catch (const config_error &e) {
+			fprintf(stderr, "rdgram-coll: %s\n", e.what());
+			return 2;
 		}
-	} catch (const CLI::CallForHelp &e) {
-		return app.exit(e);
-	} catch (const CLI::ParseError &e) {
-		fprintf(stderr, "rdgram-coll: %s (see --help)\n", e.what());
-		return 2;
-	} catch (const config_error &e) {
-		fprintf(stderr, "rdgram-coll: %s\n", e.what());
-		return 2;
+		if (int rc = app.parse(sa.app); rc >= 0)
+			return rc;
 	}
 
 	const bool procs = c.mode == "procs";

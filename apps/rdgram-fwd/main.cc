@@ -19,12 +19,12 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
 
+#include "cli.h"
 #include "fwd_config.h"
 #include "fwd_loop.h"
 #include "fwd_report.h"
@@ -164,47 +164,37 @@ int main(int argc, char **argv)
 	split_args sa = split_command_line(argc, argv);
 	fwd_config c;
 
-	CLI::App app{"rdgram-fwd: RoCEv2 UD reflector and forwarder on any DPDK port (soft RoCEv2 driver).\n"
-		     "Usage: rdgram-fwd [EAL args --] [options]. Needs two lcores: the poll loop runs on a "
-		     "worker, the main lcore prints counters.\n"
-		     "reflect: every well-formed packet goes back to its sender (reply AH from the completion, "
-		     "cached); forward: the first matching [[rule]] sends it to a peer.\n"
-		     "Counters are printed on exit and on SIGUSR1; SIGINT/SIGTERM stop.",
-		     "rdgram-fwd"};
-	app.get_formatter()->column_width(36);
+	cli::parser app{"rdgram-fwd",
+			"rdgram-fwd: RoCEv2 UD reflector and forwarder on any DPDK port (soft RoCEv2 driver).\n"
+			"Usage: rdgram-fwd [EAL args --] [options]. Needs two lcores: the poll loop runs on a "
+			"worker, the main lcore prints counters.\n"
+			"reflect: every well-formed packet goes back to its sender (reply AH from the completion, "
+			"cached); forward: the first matching [[rule]] sends it to a peer.\n"
+			"Counters are printed on exit and on SIGUSR1; SIGINT/SIGTERM stop.",
+			36};
 	std::string cfg_path, mode, stats_json, port_args;
 	double duration = 0, idle = 0, interval = 0;
 	uint64_t max_packets = 0;
-	app.add_option("-c,--config", cfg_path,
-		       "TOML config file (see config/rdgram-fwd.toml); options below override it [none]");
-	app.add_option("--mode", mode, "reflect or forward (forward needs [[rule]]s and [peers]) [reflect]")
-		->check(CLI::IsMember({"reflect", "forward"}));
-	app.add_option("--stats-json", stats_json,
-		       "also write the counters as JSON to FILE, on exit and on SIGUSR1 [none]");
-	app.add_option("--duration", duration, "stop after this many seconds; 0: run until a signal [0]")
-		->check(CLI::Range(0.0, 1e9));
-	app.add_option("--max-packets", max_packets,
-		       "stop after this many delivered (well-formed) packets; 0: no limit [0]");
-	app.add_option("--idle-exit", idle,
-		       "stop once no frame arrived and nothing waited for this many seconds (ends a pcap "
-		       "replay); 0: never [0]")
-		->check(CLI::Range(0.0, 1e9));
-	app.add_option("--stats-interval", interval,
-		       "also print the counters every N seconds; 0: only on exit and SIGUSR1 [0]")
-		->check(CLI::Range(0.0, 1e9));
-	app.add_option("--port", port_args,
-		       "devargs of the first port, e.g. net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap (overrides "
-		       "[[port]] device; with no [[port]] in the config: MAC 02:00:00:00:00:01, address "
-		       "10.0.0.1, QP 0x100 with Q_Key 0x11111111) [none]");
-	try {
-		std::vector<std::string> rev(sa.app.rbegin(), sa.app.rend());
-		app.parse(rev);
-	} catch (const CLI::CallForHelp &e) {
-		return app.exit(e);
-	} catch (const CLI::ParseError &e) {
-		fprintf(stderr, "rdgram-fwd: %s (see --help)\n", e.what());
-		return 2;
-	}
+	app.add("-c,--config", cfg_path,
+		"TOML config file (see config/rdgram-fwd.toml); options below override it [none]");
+	app.add("--mode", mode, "reflect or forward (forward needs [[rule]]s and [peers]) [reflect]")
+		.one_of({"reflect", "forward"});
+	app.add("--stats-json", stats_json, "also write the counters as JSON to FILE, on exit and on SIGUSR1 [none]");
+	app.add("--duration", duration, "stop after this many seconds; 0: run until a signal [0]").range(0.0, 1e9);
+	app.add("--max-packets", max_packets, "stop after this many delivered (well-formed) packets; 0: no limit [0]");
+	app.add("--idle-exit", idle,
+		"stop once no frame arrived and nothing waited for this many seconds (ends a pcap "
+		"replay); 0: never [0]")
+		.range(0.0, 1e9);
+	app.add("--stats-interval", interval,
+		"also print the counters every N seconds; 0: only on exit and SIGUSR1 [0]")
+		.range(0.0, 1e9);
+	app.add("--port", port_args,
+		"devargs of the first port, e.g. net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap (overrides "
+		"[[port]] device; with no [[port]] in the config: MAC 02:00:00:00:00:01, address "
+		"10.0.0.1, QP 0x100 with Q_Key 0x11111111) [none]");
+	if (int rc = app.parse(sa.app); rc >= 0)
+		return rc;
 	try {
 		if (!cfg_path.empty())
 			load_fwd_config(cfg_path, c);

@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <rte_cycles.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
@@ -33,6 +32,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include "cli.h"
 #include "mcast.h"
 #include "perf_status.h"
 #include "rdgram/config.h"
@@ -548,11 +548,11 @@ int main(int argc, char **argv)
 {
 	split_args sa = split_command_line(argc, argv);
 	mcast_config c;
-	CLI::App app{"rdgram-mcast: UD multicast publisher/subscriber (market-data style) over the soft RoCEv2 "
-		     "driver.\nUsage: rdgram-mcast [EAL args --] [options]. With no options: one publisher and two "
-		     "subscribers in one process (--mode both) over net_ring ports, groups 239.1.1.1 and ff15::1:1.",
-		     "rdgram-mcast"};
-	app.get_formatter()->column_width(34);
+	cli::parser app{"rdgram-mcast",
+			"rdgram-mcast: UD multicast publisher/subscriber (market-data style) over the soft RoCEv2 "
+			"driver.\nUsage: rdgram-mcast [EAL args --] [options]. With no options: one publisher and two "
+			"subscribers in one process (--mode both) over net_ring ports, groups 239.1.1.1 and ff15::1:1.",
+			34};
 	std::string cfg_path, mode;
 	std::vector<std::string> groups, addrs, skip, dup;
 	uint32_t subs = 0, size = 0, qpn = 0;
@@ -561,47 +561,40 @@ int main(int argc, char **argv)
 	double rate = -1, duration = -1, status = -1, idle = -1;
 	int64_t count = -1;
 	std::string port, hist_csv, hist_plot;
-	app.add_option("-c,--config", cfg_path, "TOML config file ([mcast], [eal]); options below override it");
-	app.add_option("--mode", mode, "pub, sub, or both (publisher + --subscribers in one process) [both]")
-		->check(CLI::IsMember({"pub", "sub", "both"}));
-	app.add_option("-g,--group", groups, "multicast group, IPv4 224/4 or IPv6 ff00::/8; repeat for several, "
-					     "at most 8 [239.1.1.1 and ff15::1:1]");
-	app.add_option("--subscribers", subs, "both: subscribers in the process [2]")->check(CLI::Range(1u, 8u));
-	app.add_option("--rate", rate, "publisher: messages per second per group, token bucket on the TSC; 0: "
-				       "unpaced [100000]")->check(CLI::Range(0.0, 1e9));
-	app.add_option("-n,--count", count, "publisher: messages per group; 0: until --duration [20000]")
-		->check(CLI::Range(int64_t(0), int64_t(1) << 48));
-	app.add_option("--duration", duration, "seconds to run; 0: until --count (pub) or idle (sub) [0]")
-		->check(CLI::Range(0.0, 604800.0));
-	app.add_option("-s,--size", size, "payload bytes per message, 32-byte header included [64]")
-		->check(CLI::Range(uint32_t(sizeof(msg_hdr)), 4096u));
-	app.add_option("--status-interval", status, "seconds between status lines on stderr; 0: none [1]")
-		->check(CLI::Range(0.0, 3600.0));
-	app.add_option("--skip-seq", skip, "fault: never send this sequence number (a gap); repeatable [none]");
-	app.add_option("--dup-seq", dup, "fault: send this sequence number twice (a duplicate); repeatable [none]");
-	app.add_option("--qkey", qkey, "Q_Key of the groups' QPs, below 0x80000000 [0x11111111]")
-		->check(CLI::Range(int64_t(0), int64_t(0x7fffffff)));
-	app.add_option("--qpn", qpn, "local QP number [0x100]")->check(CLI::Range(2u, 0xfffffeu));
-	app.add_option("--publisher-id", pub_id, "publisher id carried in every message; subscribers count "
-						 "others as foreign [1]")->check(CLI::Range(int64_t(0), int64_t(0xffffffff)));
-	app.add_option("--idle-timeout", idle, "sub: stop this many seconds after the last message (none yet: run until --duration or Ctrl-C) [2]")
-		->check(CLI::Range(0.01, 3600.0));
-	app.add_option("--port", port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
-	app.add_option("--address", addrs, "pub/sub: the port's IPv4/IPv6 address; repeat for both families [none]");
-	app.add_option("--hist-csv", hist_csv, "write each subscriber's one-way latency histogram as CSV "
-					       "(lower_ns,count,cumulative_fraction); -subK before the suffix with "
-					       "several subscribers [none]");
-	app.add_option("--hist-plot", hist_plot, "draw the histogram with gnuplot into FILE.svg or FILE.png "
-						 "(CSV next to it unless --hist-csv) [none]");
-	try {
-		std::vector<std::string> rev(sa.app.rbegin(), sa.app.rend());
-		app.parse(rev);
-	} catch (const CLI::CallForHelp &e) {
-		return app.exit(e);
-	} catch (const CLI::ParseError &e) {
-		fprintf(stderr, "rdgram-mcast: %s (see --help)\n", e.what());
-		return 2;
-	}
+	app.add("-c,--config", cfg_path, "TOML config file ([mcast], [eal]); options below override it");
+	app.add("--mode", mode, "pub, sub, or both (publisher + --subscribers in one process) [both]")
+		.one_of({"pub", "sub", "both"});
+	app.add("-g,--group", groups, "multicast group, IPv4 224/4 or IPv6 ff00::/8; repeat for several, "
+				      "at most 8 [239.1.1.1 and ff15::1:1]");
+	app.add("--subscribers", subs, "both: subscribers in the process [2]").range(1u, 8u);
+	app.add("--rate", rate, "publisher: messages per second per group, token bucket on the TSC; 0: "
+				"unpaced [100000]").range(0.0, 1e9);
+	app.add("-n,--count", count, "publisher: messages per group; 0: until --duration [20000]")
+		.range(int64_t(0), int64_t(1) << 48);
+	app.add("--duration", duration, "seconds to run; 0: until --count (pub) or idle (sub) [0]")
+		.range(0.0, 604800.0);
+	app.add("-s,--size", size, "payload bytes per message, 32-byte header included [64]")
+		.range(uint32_t(sizeof(msg_hdr)), 4096u);
+	app.add("--status-interval", status, "seconds between status lines on stderr; 0: none [1]")
+		.range(0.0, 3600.0);
+	app.add("--skip-seq", skip, "fault: never send this sequence number (a gap); repeatable [none]");
+	app.add("--dup-seq", dup, "fault: send this sequence number twice (a duplicate); repeatable [none]");
+	app.add("--qkey", qkey, "Q_Key of the groups' QPs, below 0x80000000 [0x11111111]")
+		.range(int64_t(0), int64_t(0x7fffffff));
+	app.add("--qpn", qpn, "local QP number [0x100]").range(2u, 0xfffffeu);
+	app.add("--publisher-id", pub_id, "publisher id carried in every message; subscribers count "
+					  "others as foreign [1]").range(int64_t(0), int64_t(0xffffffff));
+	app.add("--idle-timeout", idle, "sub: stop this many seconds after the last message (none yet: run until --duration or Ctrl-C) [2]")
+		.range(0.01, 3600.0);
+	app.add("--port", port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
+	app.add("--address", addrs, "pub/sub: the port's IPv4/IPv6 address; repeat for both families [none]");
+	app.add("--hist-csv", hist_csv, "write each subscriber's one-way latency histogram as CSV "
+					"(lower_ns,count,cumulative_fraction); -subK before the suffix with "
+					"several subscribers [none]");
+	app.add("--hist-plot", hist_plot, "draw the histogram with gnuplot into FILE.svg or FILE.png "
+					  "(CSV next to it unless --hist-csv) [none]");
+	if (int rc = app.parse(sa.app); rc >= 0)
+		return rc;
 	try {
 		if (!cfg_path.empty())
 			load_mcast_config(cfg_path, c);

@@ -16,7 +16,6 @@
 #include <memory>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
@@ -24,6 +23,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include "cli.h"
 #include "perf_config.h"
 #include "perf_rdma.h"
 #include "perf_status.h"
@@ -279,66 +279,58 @@ int main(int argc, char **argv)
 	split_args sa = split_command_line(argc, argv);
 	perf_config c;
 
-	CLI::App app{"rdgram-perf: UD latency and bandwidth tests (perftest-style) over rdgram drivers.\n"
-		     "Usage: rdgram-perf [EAL args --] [options]. With no options: in-process loopback over "
-		     "a net_ring pair, latency then bandwidth.",
-		     "rdgram-perf"};
-	app.get_formatter()->column_width(34);
+	cli::parser app{"rdgram-perf",
+			"rdgram-perf: UD latency and bandwidth tests (perftest-style) over rdgram drivers.\n"
+			"Usage: rdgram-perf [EAL args --] [options]. With no options: in-process loopback over "
+			"a net_ring pair, latency then bandwidth.",
+			34};
 	std::string cfg_path;
 	std::string test, mode;
 	uint32_t size = 0, inline_size = 0, tx_depth = 0, cq_mod = 0;
 	uint64_t iters = 0, warmup = 0;
 	double timeout = 0;
 	bool json = false, imm = false;
-	app.add_option("-c,--config", cfg_path, "TOML config file (see config/); options below override it");
-	app.add_option("--test", test,
-		       "lat (ping-pong), bw (streaming), both, or txonly (client streams with no server: "
-		       "sender rate, e.g. on net_null) [both]")
-		->check(CLI::IsMember({"lat", "bw", "both", "txonly"}));
-	app.add_option("--mode", mode, "loopback (in-process), server or client [loopback]")
-		->check(CLI::IsMember({"loopback", "server", "client"}));
-	app.add_option("-s,--size", size, "payload bytes per message [64]")->check(CLI::Range(0u, 4096u));
-	app.add_option("-n,--iters", iters, "iterations (lat default 10000, bw default 1000000)")
-		->check(CLI::Range(uint64_t(1), uint64_t(10000000000ull)));
-	app.add_option("--warmup", warmup, "latency pings not measured [1000]");
-	app.add_option("-I,--inline-size", inline_size,
-		       "payloads up to this size are sent inline (copied from the app); larger ones from an "
-		       "mbuf the app fills [236]")
-		->check(CLI::Range(0u, 4096u));
-	app.add_option("-t,--tx-depth", tx_depth, "send WRs posted per burst (postlist; soft: at most 32) [128]")
-		->check(CLI::Range(1u, 65536u));
-	app.add_option("-Q,--cq-mod", cq_mod,
-		       "signal one send in N; the soft driver has no send CQ, so it has no effect there [64]")
-		->check(CLI::Range(1u, 1024u));
-	app.add_option("--timeout", timeout, "seconds after which every loop stops by itself [60]")
-		->check(CLI::Range(0.1, 86400.0));
+	app.add("-c,--config", cfg_path, "TOML config file (see config/); options below override it");
+	app.add("--test", test,
+		"lat (ping-pong), bw (streaming), both, or txonly (client streams with no server: "
+		"sender rate, e.g. on net_null) [both]")
+		.one_of({"lat", "bw", "both", "txonly"});
+	app.add("--mode", mode, "loopback (in-process), server or client [loopback]")
+		.one_of({"loopback", "server", "client"});
+	app.add("-s,--size", size, "payload bytes per message [64]").range(0u, 4096u);
+	app.add("-n,--iters", iters, "iterations (lat default 10000, bw default 1000000)")
+		.range(uint64_t(1), uint64_t(10000000000ull));
+	app.add("--warmup", warmup, "latency pings not measured [1000]");
+	app.add("-I,--inline-size", inline_size,
+		"payloads up to this size are sent inline (copied from the app); larger ones from an "
+		"mbuf the app fills [236]")
+		.range(0u, 4096u);
+	app.add("-t,--tx-depth", tx_depth, "send WRs posted per burst (postlist; soft: at most 32) [128]")
+		.range(1u, 65536u);
+	app.add("-Q,--cq-mod", cq_mod,
+		"signal one send in N; the soft driver has no send CQ, so it has no effect there [64]")
+		.range(1u, 1024u);
+	app.add("--timeout", timeout, "seconds after which every loop stops by itself [60]").range(0.1, 86400.0);
 	std::string port_args;
-	app.add_option("--port", port_args,
-		       "DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
-		       "[server|client].vdev; a port given with the EAL's --vdev is found by name)");
-	app.add_flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
-	app.add_flag("--json", json, "print results as JSON lines instead of tables");
+	app.add("--port", port_args,
+		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
+		"[server|client].vdev; a port given with the EAL's --vdev is found by name)");
+	app.flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
+	app.flag("--json", json, "print results as JSON lines instead of tables");
 	double status_interval = 1.0;
 	std::string hist_csv, hist_plot;
-	app.add_option("--status-interval", status_interval,
-		       "seconds between status lines on stderr (rate, drops, p50/p99 so far) while a test runs; "
-		       "0: none [1]")
-		->check(CLI::Range(0.0, 3600.0));
-	app.add_option("--hist-csv", hist_csv,
-		       "write the latency histogram (RTT/2) as CSV: lower_ns,count,cumulative_fraction, one line "
-		       "per bucket (log-linear, 16 per power of two) [none]");
-	app.add_option("--hist-plot", hist_plot,
-		       "draw the latency histogram with gnuplot into FILE.svg or FILE.png (uses --hist-csv, or a "
-		       "CSV next to FILE) [none]");
-	try {
-		std::vector<std::string> rev(sa.app.rbegin(), sa.app.rend());
-		app.parse(rev);
-	} catch (const CLI::CallForHelp &e) {
-		return app.exit(e);
-	} catch (const CLI::ParseError &e) {
-		fprintf(stderr, "rdgram-perf: %s (see --help)\n", e.what());
-		return 2;
-	}
+	app.add("--status-interval", status_interval,
+		"seconds between status lines on stderr (rate, drops, p50/p99 so far) while a test runs; "
+		"0: none [1]")
+		.range(0.0, 3600.0);
+	app.add("--hist-csv", hist_csv,
+		"write the latency histogram (RTT/2) as CSV: lower_ns,count,cumulative_fraction, one line "
+		"per bucket (log-linear, 16 per power of two) [none]");
+	app.add("--hist-plot", hist_plot,
+		"draw the latency histogram with gnuplot into FILE.svg or FILE.png (uses --hist-csv, or a "
+		"CSV next to FILE) [none]");
+	if (int rc = app.parse(sa.app); rc >= 0)
+		return rc;
 	try {
 		if (!cfg_path.empty())
 			load_perf_config(cfg_path, c);
