@@ -2,10 +2,12 @@
  * Copyright(c) 2026 The rdgram authors
  */
 #include "rdgram/ah_service.h"
+#include "rdgram/log.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 #include <rte_errno.h>
@@ -219,10 +221,16 @@ void ah_service::answer(const waiter &w, ah_handle h, int err)
 		/* The ring holds every destination: never full. */
 		rte_ring_sp_enqueue(w.c->resp_, reinterpret_cast<void *>(uintptr_t(w.d)));
 	}
-	if (err == 0)
+	if (err == 0) {
 		st_.created++;
-	else
+	} else {
 		st_.failed++;
+		/* Misses that failed: what the poll threads' pend_<errno>
+		 * counters show, said once in a while with the reason. */
+		if (telemetry::log_occurrence(st_.failed))
+			RDGRAM_LOG(ah, WARNING, "AH creation for a pending destination failed: %s (failures so far: %lu)",
+				   strerror(err), (unsigned long)st_.failed);
+	}
 }
 
 void ah_service::handle_request(ah_client *c, uint32_t d)

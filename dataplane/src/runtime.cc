@@ -4,8 +4,6 @@
 #include "rdgram/runtime.h"
 
 #include <algorithm>
-#include "rdgram/tsan.h"
-
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -19,6 +17,9 @@
 #include <rte_lcore.h>
 #include <rte_malloc.h>
 #include <rte_net_crc.h>
+
+#include "rdgram/log.h"
+#include "rdgram/tsan.h"
 
 namespace rdgram {
 
@@ -157,6 +158,7 @@ int runtime::init(const std::vector<std::string> &eal_args, const char *prog,
 		return rte_errno ? rte_errno : EINVAL;
 	}
 	eal_up_ = true;
+	telemetry::register_log_types();
 	register_tsan_mempool();
 	/* Pick the fastest CRC the CPU and the SIMD cap allow. */
 	rte_net_crc_set_alg(RTE_NET_CRC_AVX512);
@@ -175,6 +177,8 @@ int runtime::init(const std::vector<std::string> &eal_args, const char *prog,
 		err_ = std::string("cannot start the control thread: ") + strerror(e);
 		return e;
 	}
+	RDGRAM_LOG(runtime, DEBUG, "EAL up: %u lcore(s), main lcore %u, %u NUMA node(s), hugepages %s", rte_lcore_count(),
+		   rte_get_main_lcore(), rte_socket_count(), rte_eal_has_hugepages() ? "yes" : "no");
 	return 0;
 }
 
@@ -225,8 +229,11 @@ int runtime::bind_this_thread(unsigned cpu) const
 	int rc = hwloc_set_cpubind(topo_, set, HWLOC_CPUBIND_THREAD | HWLOC_CPUBIND_STRICT);
 	if (rc != 0)
 		rc = hwloc_set_cpubind(topo_, set, HWLOC_CPUBIND_THREAD);
+	const int e = rc == 0 ? 0 : errno;
 	hwloc_bitmap_free(set);
-	return rc == 0 ? 0 : errno;
+	if (e != 0)
+		RDGRAM_LOG(runtime, WARNING, "cannot bind a thread to CPU %u: %s (it runs unbound)", cpu, strerror(e));
+	return e;
 }
 
 } // namespace rdgram

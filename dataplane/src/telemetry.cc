@@ -24,28 +24,6 @@
 
 namespace rdgram::telemetry {
 
-int logtype_ah = RTE_LOGTYPE_USER1, logtype_soft = RTE_LOGTYPE_USER1, logtype_ctl = RTE_LOGTYPE_USER1,
-    logtype_runtime = RTE_LOGTYPE_USER1, logtype_telemetry = RTE_LOGTYPE_USER1,
-    logtype_app = RTE_LOGTYPE_USER1;
-
-void register_log_types()
-{
-	static std::once_flag once;
-	std::call_once(once, [] {
-		auto reg = [](const char *name, int *out) {
-			const int t = rte_log_register_type_and_pick_level(name, RTE_LOG_INFO);
-			if (t >= 0)
-				*out = t;
-		};
-		reg("rdgram.ah", &logtype_ah);
-		reg("rdgram.soft", &logtype_soft);
-		reg("rdgram.ctl", &logtype_ctl);
-		reg("rdgram.runtime", &logtype_runtime);
-		reg("rdgram.telemetry", &logtype_telemetry);
-		reg("rdgram.app", &logtype_app);
-	});
-}
-
 /* ---- seqlock ------------------------------------------------------------ */
 
 /* The classic seqlock in C++ atomics (Boehm, "Can seqlocks get along with

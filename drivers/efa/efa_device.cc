@@ -14,6 +14,8 @@
 
 #include <rte_mbuf.h>
 
+#include "rdgram/log.h"
+
 namespace rdgram::efa {
 
 namespace {
@@ -232,6 +234,7 @@ int efa_device::open(const efa_config &cfg)
 		close();
 		return e;
 	}
+	RDGRAM_LOG(efa, INFO, "%s: max_ah %u, NUMA node %d", name_.c_str(), port().max_ah, socket);
 	return 0;
 }
 

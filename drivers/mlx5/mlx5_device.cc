@@ -11,6 +11,7 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include "rdgram/log.h"
 #include "rdgram/tsan.h"
 
 namespace rdgram::mlx5 {
@@ -187,6 +188,9 @@ int mlx5_device::open(const mlx5_config &cfg)
 	if (int e = ahs_.init(cap, nodes.data(), unsigned(nodes.size()), cfg.qsbr); e != 0)
 		return fail(e, "AH table");
 	ah_of_slot_.assign(cap, nullptr);
+	RDGRAM_LOG(mlx5, INFO, "%s port %u: %s, MTU %u, AH table %u, NUMA node %d", ibv_get_device_name(ctx_->device),
+		   unsigned(cfg.port_num), attr_.link == link_layer::ethernet ? "RoCE" : "InfiniBand", attr_.active_mtu,
+		   cap, socket);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
  */
 #include "soft_neigh.h"
 
+#include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
 
@@ -15,11 +16,21 @@
 #include <rte_cycles.h>
 #include <rte_ip.h>
 
+#include "rdgram/log.h"
 #include "rdgram/tsan.h"
 
 namespace rdgram::soft {
 
 namespace {
+
+/* The entry's address as text, for the log. */
+template <class E>
+const char *ip_text(const E &e, char *buf, size_t n)
+{
+	if (e.v4)
+		return inet_ntop(AF_INET, e.ip.raw + 12, buf, socklen_t(n));
+	return inet_ntop(AF_INET6, e.ip.raw, buf, socklen_t(n));
+}
 
 constexpr uint32_t no_id = UINT32_MAX;
 constexpr uint8_t nd_ns = 135, nd_na = 136;
@@ -234,6 +245,12 @@ void neigh_table::fire(uint32_t id, uint64_t now)
 		} else {
 			e.state = neigh_state::failed;
 			st_.timeouts++;
+			if (telemetry::log_occurrence(st_.timeouts)) {
+				char ip[INET6_ADDRSTRLEN];
+				RDGRAM_LOG(soft, WARNING, "%s %s did not answer %u requests (neighbour timeouts so far: %lu)",
+					   e.v4 ? "ARP:" : "ND:", ip_text(e, ip, sizeof(ip)), p_.retries + 1,
+					   (unsigned long)st_.timeouts);
+			}
 			schedule(id, now + hold_tsc_);
 		}
 		break;
@@ -259,6 +276,11 @@ void neigh_table::fire(uint32_t id, uint64_t now)
 			 * rate-limiting peer), and live AHs have nothing better. Keep
 			 * it, try again after the hold time. */
 			st_.refresh_failures++;
+			if (telemetry::log_occurrence(st_.refresh_failures)) {
+				char ip[INET6_ADDRSTRLEN];
+				RDGRAM_LOG(soft, INFO, "%s %s stopped answering; its AHs keep the last MAC (refresh failures: %lu)",
+					   e.v4 ? "ARP:" : "ND:", ip_text(e, ip, sizeof(ip)), (unsigned long)st_.refresh_failures);
+			}
 			e.retries_left = p_.retries;
 			schedule(id, now + hold_tsc_);
 		}
@@ -364,8 +386,15 @@ bool neigh_table::info(const wire::gid &ip, neigh_info *out) const
 
 void neigh_table::set_mac(entry &e, const rte_ether_addr &mac)
 {
-	e.mac = mac;
 	st_.mac_changes++;
+	if (telemetry::log_occurrence(st_.mac_changes)) { /* a flapping MAC must not flood the log */
+		char ip[INET6_ADDRSTRLEN], was[RTE_ETHER_ADDR_FMT_SIZE], now[RTE_ETHER_ADDR_FMT_SIZE];
+		rte_ether_format_addr(was, sizeof(was), &e.mac);
+		rte_ether_format_addr(now, sizeof(now), &mac);
+		RDGRAM_LOG(soft, INFO, "%s moved from %s to %s: %zu live AH(s) rewritten (MAC changes so far: %lu)",
+			   ip_text(e, ip, sizeof(ip)), was, now, e.slots.size(), (unsigned long)st_.mac_changes);
+	}
+	e.mac = mac;
 	/* The AV is live: poll threads may be copying it right now. Only the
 	 * 8-byte MAC word changes, with one atomic store (set_av_mac), so a
 	 * packet carries the old MAC or the new one, never a mix; nothing else

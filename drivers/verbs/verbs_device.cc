@@ -10,6 +10,8 @@
 #include <endian.h>
 #include <hwloc/openfabrics-verbs.h>
 
+#include "rdgram/log.h"
+
 namespace rdgram::verbs {
 
 namespace {
@@ -211,6 +213,9 @@ int verbs_device::open(const verbs_config &cfg)
 		return e;
 	}
 	live_.assign(attr_.max_ah, nullptr);
+	RDGRAM_LOG(verbs, INFO, "%s port %u: %s, MTU %u, max_ah %u, NUMA node %d", name_.c_str(), port_,
+		   attr_.link == link_layer::ethernet ? "RoCE" : "InfiniBand", attr_.active_mtu, attr_.max_ah,
+		   attr_.numa_node);
 	return 0;
 }
 

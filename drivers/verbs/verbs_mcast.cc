@@ -12,6 +12,8 @@
 #include <net/if.h>
 #include <poll.h>
 
+#include "rdgram/log.h"
+
 namespace rdgram::verbs {
 
 namespace {
@@ -101,6 +103,16 @@ int parse_sockaddr(const std::string &text, sockaddr_storage *out)
 		s6->sin6_scope_id = idx;
 	}
 	return 0;
+}
+
+std::string rdmacm_group::group_text() const
+{
+	char b[INET6_ADDRSTRLEN] = "?";
+	if (group_.ss_family == AF_INET)
+		inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in *>(&group_)->sin_addr, b, sizeof(b));
+	else if (group_.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6 *>(&group_)->sin6_addr, b, sizeof(b));
+	return b;
 }
 
 int rdmacm_group::fail(int e, const std::string &what)
@@ -234,6 +246,9 @@ int rdmacm_group::join(ibv_context *ctx, uint8_t port_num, bool ib, const sockad
 					       "): " + strerror(e));
 		qp_ = qp;
 	}
+	RDGRAM_LOG(verbs, INFO, "joined group %s as a %s: MGID %s, MLID 0x%x, Q_Key 0x%x", group_text().c_str(),
+		   r == role::publisher ? "send-only member" : "full member (QP attached)", gid_text(m_.mgid).c_str(),
+		   m_.mlid, m_.qkey);
 	return 0;
 }
 
@@ -251,6 +266,7 @@ int rdmacm_group::leave()
 		qp_ = nullptr;
 	}
 	if (joined_) {
+		RDGRAM_LOG(verbs, INFO, "leaving group %s", group_text().c_str());
 		if (rdma_leave_multicast(id_, reinterpret_cast<sockaddr *>(&group_)) != 0)
 			note(errno, "rdma_leave_multicast");
 		joined_ = false;

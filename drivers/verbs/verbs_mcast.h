@@ -96,6 +96,7 @@ public:
 
 private:
 	int fail(int e, const std::string &what);
+	std::string group_text() const;
 	int wait_event(rdma_cm_event_type want, int timeout_ms, rdma_cm_event **out);
 
 	rdma_event_channel *ch_ = nullptr;

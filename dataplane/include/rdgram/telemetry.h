@@ -55,6 +55,7 @@
 #include <rte_cycles.h>
 #include <rte_log.h>
 
+#include "rdgram/log.h"
 #include "rdgram/stats.h"
 
 namespace rdgram {
@@ -66,28 +67,7 @@ class control_thread;
 class device;
 struct ah_client_counters;
 
-namespace telemetry {
-
-/* ---- log types ---------------------------------------------------------- */
-
-/* One rte_log type per component ("rdgram.ah", "rdgram.soft", "rdgram.ctl",
- * "rdgram.runtime", "rdgram.telemetry", "rdgram.app"), registered once with
- * rte_log_register_type_and_pick_level at level INFO, so EAL's
- * --log-level=rdgram.*:debug (or rdgram.ah:warning) selects them. Until
- * registration the types are RTE_LOGTYPE_USER1 (DPDK's default user type).
- * (Any thread; idempotent.) */
-void register_log_types();
-extern int logtype_ah, logtype_soft, logtype_ctl, logtype_runtime, logtype_telemetry, logtype_app;
-
-} // namespace telemetry
-
-/* RDGRAM_LOG(ah, WARNING, "slot %u leaked", s): rte_log at RTE_LOG_<level>
- * on the component's log type, prefixed with the type's name. Control path
- * only: rte_log formats and writes (a syscall). */
-#define RDGRAM_LOG(comp, level, fmt, ...)                                          \
-	rte_log(RTE_LOG_##level, ::rdgram::telemetry::logtype_##comp, "rdgram." #comp ": " fmt "\n", \
-		##__VA_ARGS__)
-
+/* Log types and RDGRAM_LOG: rdgram/log.h. */
 namespace telemetry {
 
 /* ---- poll-thread publication -------------------------------------------- */
