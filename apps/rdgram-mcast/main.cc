@@ -39,6 +39,10 @@
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
 #include "soft_device.h"
+#ifdef RDGRAM_MCAST_VERBS
+#include "verbs_device.h"
+#include "verbs_mcast.h"
+#endif
 
 using namespace rdgram;
 using namespace rdgram::mcast;
@@ -49,12 +53,26 @@ namespace {
 volatile sig_atomic_t g_stop = 0;
 void on_signal(int) { g_stop = 1; }
 
-/* One soft device on one port with one queue and one QP. */
+/* Messages per burst: both drivers take 32. */
+constexpr unsigned burst = soft::soft_queue::max_burst;
+
+/* One publisher or subscriber: a soft device on one port with one queue
+ * and one QP, or (driver "verbs") an RDMA device with one UD queue and the
+ * rdma_cm memberships of its groups. */
 struct node {
 	std::string name;
 	soft::soft_device dev;
 	soft::soft_queue q;
 	runtime *polled_by = nullptr;
+	bool verbs = false;
+#ifdef RDGRAM_MCAST_VERBS
+	static_assert(verbs::verbs_queue::max_burst >= burst);
+	verbs::verbs_device vdev;
+	verbs::verbs_queue vq;
+	rte_mempool *vmp = nullptr;
+	bool vqueue = false;
+	std::vector<std::unique_ptr<verbs::rdmacm_group>> joins; /* one per group */
+#endif
 	~node()
 	{
 		if (polled_by != nullptr)
@@ -62,9 +80,45 @@ struct node {
 	}
 };
 
+/* The data path's calls, one branch per burst on the node's driver (no
+ * virtual call; the soft path is the one the compiler sees inline). */
+inline uint16_t node_tx(node &n, send_wr *w, uint16_t k)
+{
+#ifdef RDGRAM_MCAST_VERBS
+	if (unlikely(n.verbs))
+		return n.vq.tx_burst(w, k);
+#endif
+	return n.q.tx_burst(w, k);
+}
+inline void node_flush(node &n)
+{
+#ifdef RDGRAM_MCAST_VERBS
+	if (unlikely(n.verbs))
+		return n.vq.tx_flush();
+#endif
+	n.q.tx_flush();
+}
+inline uint16_t node_rx(node &n, recv_wc *w, uint16_t k)
+{
+#ifdef RDGRAM_MCAST_VERBS
+	if (unlikely(n.verbs))
+		return n.vq.rx_burst(w, k);
+#endif
+	return n.q.rx_burst(w, k);
+}
+const qp_counters &node_counters(const node &n)
+{
+#ifdef RDGRAM_MCAST_VERBS
+	if (n.verbs)
+		return n.vq.counters();
+#endif
+	return n.q.counters();
+}
+
 struct publisher {
 	node *n = nullptr;
 	std::vector<ah_handle> ahs; /* one per group */
+	std::vector<uint32_t> qkeys; /* per group: the Q_Key to send with */
 	pacer pace;
 	uint64_t next_seq = 1;      /* sequence numbers start at 1 */
 	uint64_t last_seq = 0;      /* the highest number handed to the driver */
@@ -156,14 +210,14 @@ void publish_some(run &r, publisher &p, uint64_t now)
 		p.done = true;
 		return;
 	}
-	const uint32_t max_msgs = soft::soft_queue::max_burst / ng;
+	const uint32_t max_msgs = burst / ng;
 	uint32_t want = max_msgs;
 	if (c.count != 0 && c.count - p.next_seq + 1 < want)
 		want = uint32_t(c.count - p.next_seq + 1);
 	uint32_t n = p.pace.take(now, want);
 	if (n == 0)
 		return;
-	send_wr wrs[soft::soft_queue::max_burst];
+	send_wr wrs[burst];
 	uint32_t nw = 0;
 	const uint64_t tsc = rte_rdtsc();
 	for (uint32_t i = 0; i < n; i++) {
@@ -173,13 +227,13 @@ void publish_some(run &r, publisher &p, uint64_t now)
 		if (!c.skip_seq.empty() && is_listed(c.skip_seq, s))
 			continue;
 		const unsigned copies = (!c.dup_seq.empty() && is_listed(c.dup_seq, s)) ? 2 : 1;
-		for (unsigned k = 0; k < copies && nw + ng <= soft::soft_queue::max_burst; k++)
+		for (unsigned k = 0; k < copies && nw + ng <= burst; k++)
 			for (uint32_t g = 0; g < ng; g++) {
 				uint8_t *b = p.bufs.get() + size_t(nw) * c.size;
 				msg_hdr h{msg_magic, c.publisher_id, s, tsc, g, c.size};
 				memcpy(b, &h, sizeof(h));
-				wrs[nw++] = send_wr{p.ahs[g], soft::soft_queue::mcast_qpn, c.qkey, nullptr, b, c.size, 0,
-						    send_inline};
+				wrs[nw++] = send_wr{p.ahs[g], soft::soft_queue::mcast_qpn, p.qkeys[g], nullptr, b, c.size,
+						    0, send_inline};
 			}
 		p.last_seq = s;
 	}
@@ -187,17 +241,17 @@ void publish_some(run &r, publisher &p, uint64_t now)
 	/* The port queue takes everything unless it is full: retry on this
 	 * turn, the switch drains the ring on the next one. */
 	for (unsigned tries = 0; off < nw && tries < 64; tries++)
-		off += p.n->q.tx_burst(wrs + off, uint16_t(nw - off));
+		off += node_tx(*p.n, wrs + off, uint16_t(nw - off));
 	p.refused += nw - off; /* inline payloads: nothing to free */
-	p.n->q.tx_flush();
+	node_flush(*p.n);
 	p.sent.store(p.last_seq, std::memory_order_relaxed);
 }
 
 /* A subscriber's share: every completion checked and recorded. */
 bool receive_some(run &r, subscriber &s, uint64_t now)
 {
-	recv_wc wcs[soft::soft_queue::max_burst];
-	const uint16_t n = s.n->q.rx_burst(wcs, soft::soft_queue::max_burst);
+	recv_wc wcs[burst];
+	const uint16_t n = node_rx(*s.n, wcs, burst);
 	const uint32_t ng = uint32_t(r.c->groups.size());
 	for (uint16_t i = 0; i < n; i++) {
 		rte_mbuf *m = wcs[i].mbuf;
@@ -273,8 +327,8 @@ int poll_main(void *arg)
 			 * ARP/ND to the control thread (and sends its answers);
 			 * datagrams to the publisher are not expected. */
 			if (r.pub_tx == nullptr) {
-				recv_wc wcs[soft::soft_queue::max_burst];
-				const uint16_t n = r.pub->n->q.rx_burst(wcs, soft::soft_queue::max_burst);
+				recv_wc wcs[burst];
+				const uint16_t n = node_rx(*r.pub->n, wcs, burst);
 				for (uint16_t i = 0; i < n; i++)
 					rte_pktmbuf_free(wcs[i].mbuf);
 			}
@@ -384,12 +438,165 @@ int sgid_index_for(const std::vector<wire::gid> &addrs, const wire::gid &g)
 	return -1;
 }
 
+
+#ifdef RDGRAM_MCAST_VERBS
+/* The sockaddr of an IP address held as a GID (IPv4-mapped or IPv6). */
+sockaddr_storage sockaddr_of(const wire::gid &g)
+{
+	sockaddr_storage ss{};
+	if (g.is_v4_mapped()) {
+		auto *s4 = reinterpret_cast<sockaddr_in *>(&ss);
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = g.v4();
+	} else {
+		auto *s6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+		s6->sin6_family = AF_INET6;
+		memcpy(&s6->sin6_addr, g.raw, 16);
+	}
+	return ss;
+}
+
+/* rdma_cm's local address for a group: --local, or the port's first
+ * RoCEv2 GID of the group's family (not link-local). 0 or EINVAL. */
+int local_for(const run &r, const node &n, const wire::gid &group, sockaddr_storage *out)
+{
+	const int fam = group.is_v4_mapped() ? AF_INET : AF_INET6;
+	if (!r.c->local.empty()) {
+		if (verbs::parse_sockaddr(r.c->local, out) != 0 || out->ss_family != fam) {
+			fprintf(stderr, "rdgram-mcast: --local %s is not an %s address (group %s)\n", r.c->local.c_str(),
+				fam == AF_INET ? "IPv4" : "IPv6", format_gid(group).c_str());
+			return EINVAL;
+		}
+		return 0;
+	}
+	for (const wire::gid &g : n.vdev.port().gids) {
+		if (g.is_zero() || g.is_v4_mapped() != (fam == AF_INET) || (g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80))
+			continue;
+		*out = sockaddr_of(g);
+		return 0;
+	}
+	fprintf(stderr, "rdgram-mcast: %s port %u has no %s RoCEv2 GID for group %s: give --local (on InfiniBand: "
+			"the port's IPoIB address)\n",
+		n.vdev.name().c_str(), n.vdev.port_num(), fam == AF_INET ? "IPv4" : "IPv6", format_gid(group).c_str());
+	return EINVAL;
+}
+
+/* Opens a verbs node: the device, a mempool registered with it, one UD
+ * queue with rdma_cm's UDP Q_Key (what its groups use). */
+int open_verbs_node(run &r, node &n)
+{
+	n.verbs = true;
+	verbs::verbs_config vc;
+	vc.device = r.c->device;
+	vc.qsbr = r.rt->qsbr();
+	vc.topology = r.rt->topology();
+	vc.max_ah = 64;
+	int rc = 0;
+	r.rt->ctl().call([&] { rc = n.vdev.open(vc); });
+	if (rc != 0) {
+		fprintf(stderr, "rdgram-mcast: %s: %s\n", n.name.c_str(), n.vdev.error().c_str());
+		return rc;
+	}
+	const int numa = n.vdev.port().numa_node >= 0 ? n.vdev.port().numa_node : SOCKET_ID_ANY;
+	n.vmp = rte_pktmbuf_pool_create(("mc_v_" + n.name).c_str(), 8191, 256, 0,
+					uint16_t(RTE_PKTMBUF_HEADROOM + wire::grh_len + n.vdev.port().active_mtu), numa);
+	if (n.vmp == nullptr) {
+		fprintf(stderr, "rdgram-mcast: %s: mempool: %s\n", n.name.c_str(), rte_strerror(rte_errno));
+		return ENOMEM;
+	}
+	verbs::verbs_queue_config qc;
+	qc.pool = n.vmp;
+	qc.qkey = RDMA_UDP_QKEY;
+	qc.max_inline = r.c->size;
+	r.rt->ctl().call([&] {
+		rc = n.vdev.register_mempool(n.vmp);
+		if (rc == 0)
+			rc = n.vdev.create_queue(qc, n.vq, numa);
+	});
+	if (rc != 0) {
+		fprintf(stderr, "rdgram-mcast: %s: %s\n", n.name.c_str(), n.vdev.error().c_str());
+		return rc;
+	}
+	n.vqueue = true;
+	return 0;
+}
+
+/* Joins every group through rdma_cm on the control thread: as a send-only
+ * member (publisher, qp null) or a full member attaching n's QP. */
+int join_verbs(run &r, node &n, verbs::rdmacm_group::role role)
+{
+	const bool ib = n.vdev.port().link != link_layer::ethernet;
+	for (const auto &g : r.c->groups) {
+		sockaddr_storage local{}, group = sockaddr_of(g);
+		if (int rc = local_for(r, n, g, &local); rc != 0)
+			return rc;
+		auto j = std::make_unique<verbs::rdmacm_group>();
+		int rc = 0;
+		r.rt->ctl().call([&] {
+			rc = j->join(n.vdev.context(), n.vdev.port_num(), ib, reinterpret_cast<sockaddr *>(&local),
+				     reinterpret_cast<sockaddr *>(&group), role,
+				     role == verbs::rdmacm_group::role::subscriber ? n.vq.qp() : nullptr, 5000);
+		});
+		if (rc != 0) {
+			fprintf(stderr, "rdgram-mcast: %s: joining %s: %s\n", n.name.c_str(), format_gid(g).c_str(),
+				j->error().c_str());
+			return rc;
+		}
+		n.joins.push_back(std::move(j));
+	}
+	return 0;
+}
+
+/* Leaves the groups, destroys the queue and closes the device (after the
+ * poll thread stopped). */
+void close_verbs_node(run &r, node &n)
+{
+	r.rt->ctl().call([&] {
+		for (auto &j : n.joins)
+			if (int rc = j->leave(); rc != 0)
+				fprintf(stderr, "rdgram-mcast: %s: leaving: %s\n", n.name.c_str(), j->error().c_str());
+		n.joins.clear();
+		if (n.vqueue)
+			n.vdev.destroy_queue(n.vq);
+		n.vqueue = false;
+		n.vdev.close();
+	});
+	rte_mempool_free(n.vmp);
+	n.vmp = nullptr;
+}
+#endif
+
 int setup_publisher(run &r, node &n, const std::vector<wire::gid> &addrs)
 {
 	auto p = std::make_unique<publisher>();
 	p->n = &n;
-	p->bufs = std::make_unique<uint8_t[]>(size_t(soft::soft_queue::max_burst) * r.c->size);
-	memset(p->bufs.get(), 0, size_t(soft::soft_queue::max_burst) * r.c->size);
+	p->bufs = std::make_unique<uint8_t[]>(size_t(burst) * r.c->size);
+	memset(p->bufs.get(), 0, size_t(burst) * r.c->size);
+#ifdef RDGRAM_MCAST_VERBS
+	if (n.verbs) {
+		/* The AH to each group comes from its join event (MLID, MGID,
+		 * SL, rate, the GRH rdma_cm filled). */
+		if (int rc = join_verbs(r, n, verbs::rdmacm_group::role::publisher); rc != 0)
+			return rc;
+		for (size_t g = 0; g < r.c->groups.size(); g++) {
+			const verbs::mcast_membership &m = n.joins[g]->membership();
+			ibv_ah_attr a = m.ah_attr;
+			a.port_num = 1; /* rdgram numbers the device's one port 1 */
+			int err = 0;
+			ah_handle h = ah_null;
+			r.rt->ctl().call([&] { h = n.vdev.create_ah(a, &err); });
+			if (err != 0) {
+				fprintf(stderr, "rdgram-mcast: AH to group %s: %s\n", format_gid(r.c->groups[g]).c_str(),
+					strerror(err));
+				return err;
+			}
+			p->ahs.push_back(h);
+			p->qkeys.push_back(m.qkey);
+		}
+		r.pub = p.release();
+		return 0;
+	}
+#endif
 	for (const auto &g : r.c->groups) {
 		ibv_ah_attr a{};
 		a.is_global = 1;
@@ -405,6 +612,7 @@ int setup_publisher(run &r, node &n, const std::vector<wire::gid> &addrs)
 			return err;
 		}
 		p->ahs.push_back(h);
+		p->qkeys.push_back(r.c->qkey);
 	}
 	r.pub = p.release();
 	return 0;
@@ -415,6 +623,14 @@ int setup_subscriber(run &r, node &n)
 	auto s = std::make_unique<subscriber>();
 	s->n = &n;
 	s->trk = std::make_unique<seq_tracker[]>(r.c->groups.size());
+#ifdef RDGRAM_MCAST_VERBS
+	if (n.verbs) {
+		if (int rc = join_verbs(r, n, verbs::rdmacm_group::role::subscriber); rc != 0)
+			return rc;
+		r.subs.push_back(std::move(s));
+		return 0;
+	}
+#endif
 	for (const auto &g : r.c->groups) {
 		int rc = 0;
 		/* rdma_join_multicast's part (membership report), then
@@ -438,6 +654,8 @@ void leave_all(run &r)
 {
 	for (auto &s : r.subs)
 		for (const auto &g : r.c->groups) {
+			if (s->n->verbs)
+				break; /* close_verbs_node detaches and leaves */
 			int rc = s->n->q.detach_mcast(r.c->qpn, g);
 			if (rc == 0)
 				r.rt->ctl().call([&] { rc = s->n->dev.leave_mcast(g); });
@@ -446,10 +664,10 @@ void leave_all(run &r)
 					format_gid(g).c_str(), strerror(rc));
 		}
 	const uint64_t until = rte_rdtsc() + r.hz / 20;
-	recv_wc wcs[soft::soft_queue::max_burst];
+	recv_wc wcs[burst];
 	while (rte_rdtsc() < until) {
 		for (auto &s : r.subs) {
-			const uint16_t n = s->n->q.rx_burst(wcs, soft::soft_queue::max_burst);
+			const uint16_t n = node_rx(*s->n, wcs, burst);
 			for (uint16_t i = 0; i < n; i++)
 				rte_pktmbuf_free(wcs[i].mbuf);
 		}
@@ -474,7 +692,7 @@ int report(run &r)
 	int st = 0;
 	const size_t ng = c.groups.size();
 	if (r.pub != nullptr) {
-		const qp_counters &k = r.pub->n->q.counters();
+		const qp_counters &k = node_counters(*r.pub->n);
 		printf("pub: last_seq=%lu groups=%zu tx_pkts=%lu tx_drops=%lu refused=%lu skipped=%zu duplicated=%zu\n",
 		       (unsigned long)r.pub->last_seq, ng, (unsigned long)k.tx_pkts, (unsigned long)k.tx_drops(),
 		       (unsigned long)r.pub->refused, c.skip_seq.size(), c.dup_seq.size());
@@ -490,8 +708,7 @@ int report(run &r)
 			reord += s.trk[g].reordered();
 			old += s.trk[g].too_old();
 		}
-		const qp_counters &k = s.n->q.counters();
-		const auto &mc = s.n->dev.mcast_counters();
+		const qp_counters &k = node_counters(*s.n);
 		printf("sub%zu: received=%lu missing=%lu dup=%lu reordered=%lu too_old=%lu malformed=%lu foreign=%lu "
 		       "rx_drops=%lu\n",
 		       i, (unsigned long)s.received.load(), (unsigned long)miss, (unsigned long)dups,
@@ -501,9 +718,13 @@ int report(run &r)
 		       (unsigned long)s.hist.count(), (unsigned long)s.hist.quantile_ns(0.5),
 		       (unsigned long)s.hist.quantile_ns(0.99), (unsigned long)s.hist.quantile_ns(0.999),
 		       (unsigned long)s.max_ns.load());
-		printf("sub%zu: driver sent igmp_report=%lu igmp_leave=%lu mld_report=%lu mld_leave=%lu tx_failed=%lu\n", i,
-		       (unsigned long)mc.igmp_reports, (unsigned long)mc.igmp_leaves, (unsigned long)mc.mld_reports,
-		       (unsigned long)mc.mld_leaves, (unsigned long)mc.tx_failed);
+		if (!s.n->verbs) { /* verbs: the kernel sends IGMP/MLD (rdma_cm on RoCE) */
+			const auto &mc = s.n->dev.mcast_counters();
+			printf("sub%zu: driver sent igmp_report=%lu igmp_leave=%lu mld_report=%lu mld_leave=%lu "
+			       "tx_failed=%lu\n",
+			       i, (unsigned long)mc.igmp_reports, (unsigned long)mc.igmp_leaves,
+			       (unsigned long)mc.mld_reports, (unsigned long)mc.mld_leaves, (unsigned long)mc.tx_failed);
+		}
 		if (i < r.seen.size())
 			printf("sub%zu: switch saw igmp_report=%lu igmp_leave=%lu mld_join=%lu mld_leave=%lu other=%lu\n", i,
 			       (unsigned long)r.seen[i].igmp_report, (unsigned long)r.seen[i].igmp_leave,
@@ -550,7 +771,7 @@ int main(int argc, char **argv)
 	mcast_config c;
 	cli::parser app{"rdgram-mcast",
 			"rdgram-mcast: UD multicast publisher/subscriber (market-data style) over the soft RoCEv2 "
-			"driver.\nUsage: rdgram-mcast [EAL args --] [options]. With no options: one publisher and two "
+			"driver, or an RDMA device with --driver verbs.\nUsage: rdgram-mcast [EAL args --] [options]. With no options: one publisher and two "
 			"subscribers in one process (--mode both) over net_ring ports, groups 239.1.1.1 and ff15::1:1.",
 			34};
 	std::string cfg_path, mode;
@@ -560,7 +781,7 @@ int main(int argc, char **argv)
 	int64_t qkey = -1;
 	double rate = -1, duration = -1, status = -1, idle = -1;
 	int64_t count = -1;
-	std::string port, hist_csv, hist_plot;
+	std::string port, hist_csv, hist_plot, driver, device, local;
 	app.add("-c,--config", cfg_path, "TOML config file ([mcast], [eal]); options below override it");
 	app.add("--mode", mode, "pub, sub, or both (publisher + --subscribers in one process) [both]")
 		.one_of({"pub", "sub", "both"});
@@ -588,6 +809,12 @@ int main(int argc, char **argv)
 		.range(0.01, 3600.0);
 	app.add("--port", port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
 	app.add("--address", addrs, "pub/sub: the port's IPv4/IPv6 address; repeat for both families [none]");
+	app.add("--driver", driver, "soft (RoCEv2 over a DPDK port) or verbs (an RDMA device; groups joined "
+				    "through rdma_cm, the subscriber's QP attached with ibv_attach_mcast) [soft]")
+		.one_of({"soft", "verbs"});
+	app.add("--device", device, "verbs: RDMA device name [the first with an active port]");
+	app.add("--local", local, "verbs: the port's IP address rdma_cm joins from (InfiniBand: its IPoIB "
+				  "address) [the port's RoCEv2 GID of the group's family]");
 	app.add("--hist-csv", hist_csv, "write each subscriber's one-way latency histogram as CSV "
 					"(lower_ns,count,cumulative_fraction); -subK before the suffix with "
 					"several subscribers [none]");
@@ -649,6 +876,12 @@ int main(int argc, char **argv)
 		c.idle_timeout = idle;
 	if (!port.empty())
 		c.port = port;
+	if (!driver.empty())
+		c.driver = driver;
+	if (!device.empty())
+		c.device = device;
+	if (!local.empty())
+		c.local = local;
 	if (!hist_csv.empty())
 		c.hist_csv = hist_csv;
 	if (!hist_plot.empty())
@@ -671,11 +904,24 @@ int main(int argc, char **argv)
 	}
 	/* Refusals: one line, exit 2. */
 	const bool has_pub = c.mode != "sub", has_sub = c.mode != "pub";
+	const bool verbs = c.driver == "verbs";
 	const char *bad = nullptr;
 	if (c.groups.size() > 8)
 		bad = "at most 8 groups";
 	else if (has_pub && c.count == 0 && c.duration == 0)
 		bad = "the publisher needs --count or --duration";
+#ifndef RDGRAM_MCAST_VERBS
+	else if (verbs)
+		bad = "this rdgram-mcast was built without the verbs driver's multicast (libibverbs-dev, librdmacm-dev)";
+#endif
+	else if (verbs && (!c.port.empty() || !c.addresses.empty()))
+		bad = "--port/--address are for the soft driver; verbs takes --device and --local";
+	else if (verbs && qkey >= 0)
+		bad = "with the verbs driver the Q_Key is the group's (rdma_cm gives it): --qkey does not apply";
+	else if (!verbs && (!c.device.empty() || !c.local.empty()))
+		bad = "--device/--local are for --driver verbs";
+	else if (verbs)
+		; /* the rest are the soft driver's rules */
 	else if (c.mode != "both" && c.port.empty())
 		bad = "--mode pub/sub need --port (an ethdev's devargs)";
 	else if (c.mode != "both" && c.addresses.empty())
@@ -688,7 +934,7 @@ int main(int argc, char **argv)
 		bad = "--hist-csv/--hist-plot need a subscriber (--mode sub or both)";
 	else if (!c.hist_plot.empty() && !(c.hist_plot.ends_with(".svg") || c.hist_plot.ends_with(".png")))
 		bad = "--hist-plot wants a file ending in .svg or .png";
-	if (bad == nullptr && c.mode != "both")
+	if (bad == nullptr && !verbs && c.mode != "both")
 		for (const auto &g : c.groups)
 			if (sgid_index_for(c.addresses, g) < 0)
 				bad = "every group needs an --address of its family (IPv4 or IPv6)";
@@ -730,6 +976,30 @@ int main(int argc, char **argv)
 		const unsigned worker = rte_get_next_lcore(-1, 1, 0);
 		const int socket = worker < RTE_MAX_LCORE ? int(rte_lcore_to_socket_id(worker)) : SOCKET_ID_ANY;
 		int rc = 0;
+#ifdef RDGRAM_MCAST_VERBS
+		if (verbs) {
+			/* pub/sub: one node; both: a publisher QP and --subscribers
+			 * QPs on the same device (the HCA delivers the group's
+			 * datagrams to every attached QP). */
+			const unsigned nsub = c.mode == "both" ? c.subscribers : c.mode == "sub" ? 1 : 0;
+			if (has_pub) {
+				auto n = std::make_unique<node>();
+				n->name = "pub";
+				rc = open_verbs_node(r, *n);
+				if (rc == 0)
+					rc = setup_publisher(r, *n, {});
+				r.nodes.push_back(std::move(n));
+			}
+			for (unsigned k = 0; rc == 0 && k < nsub; k++) {
+				auto n = std::make_unique<node>();
+				n->name = "sub" + std::to_string(k);
+				rc = open_verbs_node(r, *n);
+				if (rc == 0)
+					rc = setup_subscriber(r, *n);
+				r.nodes.push_back(std::move(n));
+			}
+		} else
+#endif
 		if (c.mode == "both") {
 			wire::gid v4, v6;
 			/* Everyone on one subnet; the publisher is .1 / ::1. */
@@ -803,7 +1073,8 @@ int main(int argc, char **argv)
 			r.idle_ticks = uint64_t(c.idle_timeout * double(r.hz));
 			if (r.pub != nullptr)
 				r.pub->pace.init(c.rate, r.hz, r.start);
-			printf("rdgram-mcast: mode %s, %zu group(s):", c.mode.c_str(), c.groups.size());
+			printf("rdgram-mcast: mode %s, driver %s, %zu group(s):", c.mode.c_str(), c.driver.c_str(),
+			       c.groups.size());
 			for (const auto &g : c.groups)
 				printf(" %s", format_gid(g).c_str());
 			printf(", %zu subscriber(s), rate %.0f msg/s/group, size %u\n", r.subs.size(), c.rate, c.size);
@@ -833,6 +1104,11 @@ int main(int argc, char **argv)
 		} else {
 			st = 1;
 		}
+#ifdef RDGRAM_MCAST_VERBS
+		for (auto &n : r.nodes)
+			if (n->verbs)
+				close_verbs_node(r, *n);
+#endif
 		for (auto &n : r.nodes)
 			if (n->polled_by != nullptr) {
 				rt.ctl().remove_poller(&soft::soft_device::control_poller, &n->dev);

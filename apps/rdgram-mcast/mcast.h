@@ -54,6 +54,12 @@ struct mcast_config {
 	std::vector<wire::gid> addresses;  /* pub/sub: the port's addresses */
 	std::string hist_csv, hist_plot;
 	std::vector<std::string> eal_args;
+	/* The driver: "soft" (RoCEv2 over a DPDK port: port, addresses) or
+	 * "verbs" (an RDMA device through rdma-core; groups joined through
+	 * rdma_cm, the subscriber's QP attached with ibv_attach_mcast). */
+	std::string driver = "soft";
+	std::string device;                /* verbs: ibv device; empty: the first with an active port */
+	std::string local;                 /* verbs: the port's IP address for rdma_cm; empty: its RoCEv2 GID */
 };
 
 /* Reads [mcast] of a TOML file into c; throws config_error with file:line:col. */

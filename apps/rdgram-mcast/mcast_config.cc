@@ -43,6 +43,9 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 		}
 		c.hist_csv = t->get_string("hist_csv", c.hist_csv);
 		c.hist_plot = t->get_string("hist_plot", c.hist_plot);
+		c.driver = t->get_enum("driver", c.driver, {"soft", "verbs"});
+		c.device = t->get_string("device", c.device);
+		c.local = t->get_string("local", c.local);
 		t->finish();
 	}
 	if (auto t = r.get_table("eal")) {

@@ -118,7 +118,9 @@ printf '[mcast]\ngroups = ["10.0.0.1"]\n' >"$tmp/bad3.toml"
 for bad in "-g 10.0.0.1" "-g 239.1.1.1 -s 8" "--mode pub" "--mode sub --port net_null0" "--count 0" \
     "--hist-plot $tmp/x.pdf" "--mode pub --port net_null0 --address 10.0.0.1 --hist-csv $tmp/x.csv" \
     "--skip-seq 0" "--skip-seq x" "--rate -5" "--bogus" "-c $tmp/bad1.toml" "-c $tmp/bad2.toml" \
-    "-c $tmp/bad3.toml" "-c $tmp/missing.toml" "-g ff15::1 --mode sub --port net_null0 --address 10.0.0.1"; do
+    "-c $tmp/bad3.toml" "-c $tmp/missing.toml" "-g ff15::1 --mode sub --port net_null0 --address 10.0.0.1" \
+    "--driver verbs --port net_null0" "--driver verbs --qkey 5" "--device mlx5_0" "--local 10.0.0.1" \
+    "--driver rxe"; do
   "$mc" $eal --file-prefix "rdgram-mc$$" -- $bad >"$tmp/bad" 2>&1
   rc=$?
   lines=$(grep -c 'rdgram-mcast' "$tmp/bad")
@@ -127,8 +129,28 @@ for bad in "-g 10.0.0.1" "-g 239.1.1.1 -s 8" "--mode pub" "--mode sub --port net
 done
 "$mc" --help >"$tmp/help" 2>&1 || { echo "FAIL: --help exit"; fail=1; }
 for o in --mode --group --subscribers --rate --count --duration --size --status-interval --skip-seq \
-    --dup-seq --qkey --qpn --publisher-id --idle-timeout --port --address --hist-csv --hist-plot; do
+    --dup-seq --qkey --qpn --publisher-id --idle-timeout --port --address --hist-csv --hist-plot \
+    --driver --device --local; do
   grep -q -- "$o" "$tmp/help" || { echo "FAIL: --help lacks $o"; fail=1; }
 done
+# 5. --driver verbs: groups through rdma_cm on an RDMA device. Without one
+# (this machine) it must say so in one line and exit 1, leaving nothing
+# behind; with one, the hw suite (verbs_hw) runs the join.
+if ls /sys/class/infiniband/* >/dev/null 2>&1; then
+  echo "SKIP (verbs without a device): this host has an RDMA device"
+else
+  "$mc" $eal --file-prefix "rdgram-mc$$" -- --driver verbs --mode sub --status-interval 0 >"$tmp/verbs" 2>&1
+  rc=$?
+  if [ $rc -eq 1 ] && grep -q "rdgram-mcast: sub0: no RDMA device" "$tmp/verbs"; then
+    echo "verbs without a device: $(grep 'rdgram-mcast:' "$tmp/verbs")"
+  else
+    echo "FAIL: --driver verbs without a device: exit $rc"; cat "$tmp/verbs"; fail=1
+  fi
+  # The checked-in verbs config parses (a config error would exit 2).
+  "$mc" --file-prefix "rdgram-mc$$" -c "$cfgdir/mcast-verbs.toml" >"$tmp/verbs" 2>&1
+  rc=$?
+  [ $rc -eq 1 ] && grep -q "no RDMA device" "$tmp/verbs" ||
+    { echo "FAIL: -c mcast-verbs.toml without a device: exit $rc (want 1)"; cat "$tmp/verbs"; fail=1; }
+fi
 [ $fail -eq 0 ] && echo "mcast: all checks passed"
 exit $fail
