@@ -426,6 +426,13 @@ int run_inspect(host &h)
 			return "-";
 		return std::to_string(c.neigh_ttl_ms);
 	};
+	/* What is left of it: reachable entries only (stale ones are being
+	 * re-resolved, static ones never expire). */
+	auto left_str = [&](const row &r) -> std::string {
+		if (!r.have_neigh || r.n.state != soft::neigh_state::reachable)
+			return "-";
+		return std::to_string(r.n.ttl_left_ms);
+	};
 	if (c.json) {
 		printf("{\"mode\":\"inspect\",\"created\":%u,\"requested\":%u,\"released\":%u,\"registry\":%s,"
 		       "\"entries\":[",
@@ -439,10 +446,11 @@ int run_inspect(host &h)
 				rte_ether_format_addr(mac, sizeof(mac), &r.n.mac);
 			printf("%s{\"slot\":%u,\"generation\":%u,\"ahn\":%u,\"dest\":\"%s\",\"flow_label\":%u,"
 			       "\"hop_limit\":%u,\"state\":\"%s\",\"refcount\":%u,\"neighbour\":\"%s\",\"mac\":\"%s\","
-			       "\"ttl_config_ms\":%s,\"av_bytes\":%zu,\"av\":\"%s\"}",
+			       "\"ttl_config_ms\":%s,\"ttl_left_ms\":%s,\"av_bytes\":%zu,\"av\":\"%s\"}",
 			       i ? "," : "", r.h.slot, r.h.gen, r.h.slot, format_gid(g).c_str(), r.key.flow_label,
 			       r.key.hop_limit, r.refs ? "held" : "cached", r.refs, neigh_str(r).c_str(), mac,
-			       ttl_str(r) == "-" ? "null" : ttl_str(r).c_str(), r.av.size() / 2, r.av.c_str());
+			       ttl_str(r) == "-" ? "null" : ttl_str(r).c_str(),
+			       left_str(r) == "-" ? "null" : left_str(r).c_str(), r.av.size() / 2, r.av.c_str());
 		}
 		printf("]}\n");
 	} else {
@@ -451,14 +459,14 @@ int run_inspect(host &h)
 		       (unsigned long)s.live, (unsigned long)s.capacity, (unsigned long)(s.live - s.unref),
 		       (unsigned long)s.unref, (unsigned long)s.memory, (unsigned long)s.created,
 		       (unsigned long)s.reused, (unsigned long)s.evicted, (unsigned long)s.failed);
-		printf(" %5s %4s %5s  %-22s %6s %4s %-6s %4s  %-10s %8s  %s\n", "slot", "gen", "ahn", "destination",
-		       "flow", "hop", "state", "refs", "neighbour", "ttl_cfg", "AV (wire header template)");
+		printf(" %5s %4s %5s  %-22s %6s %4s %-6s %4s  %-10s %8s %8s  %s\n", "slot", "gen", "ahn", "destination",
+		       "flow", "hop", "state", "refs", "neighbour", "ttl_cfg", "ttl_left", "AV (wire header template)");
 		for (const row &r : rows) {
 			wire::gid g;
 			memcpy(g.raw, r.key.dgid, 16);
-			printf(" %5u %4u %5u  %-22s %6u %4u %-6s %4u  %-10s %8s  %s\n", r.h.slot, r.h.gen, r.h.slot,
+			printf(" %5u %4u %5u  %-22s %6u %4u %-6s %4u  %-10s %8s %8s  %s\n", r.h.slot, r.h.gen, r.h.slot,
 			       format_gid(g).c_str(), r.key.flow_label, r.key.hop_limit, r.refs ? "held" : "cached",
-			       r.refs, neigh_str(r).c_str(), ttl_str(r).c_str(), r.av.c_str());
+			       r.refs, neigh_str(r).c_str(), ttl_str(r).c_str(), left_str(r).c_str(), r.av.c_str());
 		}
 	}
 	/* Release what inspect still holds (the registry keeps them cached). */

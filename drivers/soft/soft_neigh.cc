@@ -380,7 +380,12 @@ bool neigh_table::info(const wire::gid &ip, neigh_info *out) const
 	if (it == map_.end())
 		return false;
 	const entry &e = ents_[it->second];
-	*out = neigh_info{e.state, e.mac, e.retries_left, uint32_t(e.slots.size())};
+	uint64_t left = 0;
+	if (e.state == neigh_state::reachable) {
+		const uint64_t due = e.confirmed_tsc + ttl_tsc_, now = rte_rdtsc();
+		left = due > now ? (due - now) / (rte_get_tsc_hz() / 1000) : 0;
+	}
+	*out = neigh_info{e.state, e.mac, e.retries_left, uint32_t(e.slots.size()), left};
 	return true;
 }
 

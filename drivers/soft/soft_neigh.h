@@ -130,6 +130,9 @@ struct neigh_info {
 	rte_ether_addr mac;
 	uint32_t retries_left;
 	uint32_t nb_ahs; /* live AHs using this neighbour */
+	/* reachable: ms until the entry goes stale and is re-resolved (0 when
+	 * due); other states: 0. */
+	uint64_t ttl_left_ms;
 };
 
 struct gid_hash {

@@ -40,6 +40,10 @@ need(len(static) == 6 and all(x["neighbour"] == "static" and x["ttl_config_ms"] 
      "static neighbours")
 need(len(resolved) == 4 and all(x["neighbour"] in ("reachable", "stale") and x["ttl_config_ms"] == 30000
                                  for x in resolved), "ARP-resolved neighbours")
+need(all(x["ttl_left_ms"] is None for x in static), "static neighbours never expire")
+need(all((x["neighbour"] == "reachable" and 0 < x["ttl_left_ms"] <= 30000) or
+         (x["neighbour"] == "stale" and x["ttl_left_ms"] is None) for x in resolved),
+     "resolved neighbours: what is left of the 30 s TTL")
 need(all(x["mac"].lower() == "02:00:00:00:a0:02" for x in e), "every destination behind the peer's MAC")
 for x in e:
     av = bytes.fromhex(x["av"])
