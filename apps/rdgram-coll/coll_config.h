@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <rte_config.h>
+
 namespace rdgram::coll {
 
 struct coll_config {
@@ -29,8 +31,11 @@ struct coll_config {
 	uint32_t qkey = 0x11110000;     /* Q_Key of every rank's QP */
 };
 
-inline constexpr uint32_t max_threads_ranks = 14; /* control_thread::max_pollers - 2 */
 inline constexpr uint32_t max_procs_ranks = 64;
+/* Threads mode: one net_ring port per rank, so DPDK's RTE_MAX_ETHPORTS
+ * (32 in Debian's build) bounds it; each rank's AH service is one of the
+ * control thread's 128 pollers. */
+inline constexpr uint32_t max_threads_ranks = RTE_MAX_ETHPORTS < max_procs_ranks ? RTE_MAX_ETHPORTS : max_procs_ranks;
 inline constexpr uint32_t max_size = 1024;
 
 /* Applies a TOML file; throws config_error with file:line:column. */

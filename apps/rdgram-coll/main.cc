@@ -361,7 +361,7 @@ int main(int argc, char **argv)
 		"rank, star over net_memif through rank 0 [threads]")
 		.one_of({"threads", "procs"});
 	app.add("--ranks", c.ranks,
-		"number of ranks (threads: at most 14; procs: at most 64, taken from mpirun's "
+		"number of ranks (threads: at most 32, DPDK's RTE_MAX_ETHPORTS; procs: at most 64, taken from mpirun's "
 		"OMPI_COMM_WORLD_SIZE when set) [8]")
 		.range(1u, max_procs_ranks);
 	app.add("--rank", c.rank, "procs: this process's rank (-1: from OMPI_COMM_WORLD_RANK or PMIX_RANK) [-1]")
@@ -431,8 +431,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	} else if (nranks > max_threads_ranks) {
-		fprintf(stderr, "rdgram-coll: threads mode takes at most %u ranks (one AH service each on the control "
-				"thread)\n", max_threads_ranks);
+		fprintf(stderr, "rdgram-coll: threads mode takes at most %u ranks (one net_ring port each; DPDK was "
+				"built with RTE_MAX_ETHPORTS %u)\n", max_threads_ranks, unsigned(RTE_MAX_ETHPORTS));
 		return 2;
 	}
 

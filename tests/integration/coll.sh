@@ -101,7 +101,7 @@ done <<EOF_ARGS
 --mode rings
 --drop-rate 0.7
 --size 5000
---ranks 15
+--ranks 33
 --iters -1
 --mode procs --ranks 3
 --mode procs --ranks 3 --rank 3

@@ -58,7 +58,7 @@ public:
 	 * iteration (device housekeeping, miss queues). fn returns true when it
 	 * did work (the thread then does not nap). At most max_pollers. (Any
 	 * thread; takes effect at the next iteration.) 0 or ENOSPC. */
-	static constexpr unsigned max_pollers = 16;
+	static constexpr unsigned max_pollers = 128;
 	using poller_fn = bool (*)(void *arg, uint64_t now);
 	int add_poller(poller_fn fn, void *arg);
 	/* Removes a poller; when it returns the poller is not running and will
