@@ -21,6 +21,7 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.rank = int32_t(t->get_int("rank", c.rank, -1, max_procs_ranks - 1));
 		c.rendezvous = t->get_string("rendezvous", c.rendezvous);
 		c.memif_socket = t->get_string("memif_socket", c.memif_socket);
+		c.json = t->get_string("json", c.json);
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
 		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
 		t->finish();

@@ -29,6 +29,7 @@ struct coll_config {
 	uint64_t seed = 1;              /* drop pattern */
 	double timeout_s = 30;          /* every phase's deadline */
 	uint32_t qkey = 0x11110000;     /* Q_Key of every rank's QP */
+	std::string json;               /* write the results as JSON here ("-": stdout); empty: no */
 };
 
 inline constexpr uint32_t max_procs_ranks = 64;

@@ -379,6 +379,8 @@ int main(int argc, char **argv)
 		"fraction of received datagrams each rank throws away, to exercise loss recovery [0]")
 		.range(0.0, 0.5);
 	app.add("--seed", c.seed, "seed of the drop pattern (per rank: seed and rank) [1]");
+	app.add("--json", c.json, "also write the results (storm per rank, each collective's p50/p99/max, "
+				  "counters, PASS/FAIL) as one JSON object to FILE; - for stdout [none]");
 	app.add("--timeout", c.timeout_s, "deadline of each phase (exchange, storm, collectives), s [30]")
 		.range(0.1, 3600.0);
 	app.add("--qkey", c.qkey, "Q_Key of every rank's QP (below 0x80000000) [0x11110000]").range(0u, 0x7fffffffu);
@@ -654,6 +656,21 @@ int main(int argc, char **argv)
 						op_name(lr->eng.op_of(std::min(lr->eng.cseq(), c.iters * nb_ops - 1))));
 				}
 			}
+			/* The same results as JSON (--json). */
+			std::string js;
+			char b[512];
+			snprintf(b, sizeof(b),
+				 "{\"ranks\":%u,\"local_ranks\":%zu,\"mode\":\"%s\",\"launcher\":\"%s\",\"exchange_ms\":%.3f,"
+				 "\"iters\":%u,\"size\":%u,\"rto_us\":%u,\"drop_rate\":%.4f,\"seed\":%lu,\"storm\":[",
+				 nranks, j.ranks.size(), c.mode.c_str(), procs ? launcher.c_str() : "in-memory", exchange_ms,
+				 c.iters, c.size, c.rto_us, c.drop_rate, (unsigned long)c.seed);
+			js += b;
+			for (size_t i = 0; i < j.ranks.size(); i++) {
+				snprintf(b, sizeof(b), "%s{\"rank\":%u,\"ms\":%.3f,\"created\":%u}", i ? "," : "",
+					 j.ranks[i]->rank, j.ranks[i]->storm_ms, j.ranks[i]->storm_ok);
+				js += b;
+			}
+			js += "],\"collectives\":{";
 			printf("collectives: %u iterations each, %u-byte blocks, rto %u us, drop rate %.3f (seed %lu)\n",
 			       c.iters, c.size, c.rto_us, c.drop_rate, (unsigned long)c.seed);
 			printf("  %-10s %10s %10s %10s %10s   (us per op per rank, %zu rank(s) here)\n", "op", "p50", "p99",
@@ -665,6 +682,24 @@ int main(int argc, char **argv)
 						v.push_back(double(lr->eng.latency(o * c.iters + i)) * 1e6 / hz);
 				const double p50 = pct(v, 0.5), p99 = pct(v, 0.99), mx = v.back();
 				printf("  %-10s %10.1f %10.1f %10.1f %10zu\n", op_name(op_kind(o)), p50, p99, mx, v.size());
+				snprintf(b, sizeof(b), "%s\"%s\":{\"p50_us\":%.1f,\"p99_us\":%.1f,\"max_us\":%.1f,\"samples\":%zu}",
+					 o ? "," : "", op_name(op_kind(o)), p50, p99, mx, v.size());
+				js += b;
+			}
+			snprintf(b, sizeof(b),
+				 "},\"verified\":%lu,\"verify_failed\":%lu,\"data_sent\":%lu,\"retransmits\":%lu,"
+				 "\"dropped\":%lu,\"duplicates\":%lu,\"acks_sent\":%lu,\"acks_received\":%lu,"
+				 "\"stale_acks\":%lu,\"tx_refused\":%lu,\"bad_messages\":%lu",
+				 (unsigned long)tot.verified, (unsigned long)tot.verify_fail, (unsigned long)tot.data_sent,
+				 (unsigned long)tot.retransmits, (unsigned long)tot.dropped, (unsigned long)tot.duplicates,
+				 (unsigned long)tot.acks_sent, (unsigned long)tot.acks_recv, (unsigned long)tot.stale_acks,
+				 (unsigned long)tot.tx_refused, (unsigned long)tot.bad_msgs);
+			js += b;
+			if (j.has_switch) {
+				snprintf(b, sizeof(b), ",\"switch\":{\"forwarded\":%lu,\"unknown_destination\":%lu,\"output_full\":%lu}",
+					 (unsigned long)j.sw.st.forwarded, (unsigned long)j.sw.st.unknown_dst,
+					 (unsigned long)j.sw.st.full);
+				js += b;
 			}
 			printf("  verified: %lu  failed: %lu\n", (unsigned long)tot.verified, (unsigned long)tot.verify_fail);
 			printf("  data sent: %lu  retransmits: %lu  dropped (--drop-rate): %lu  duplicates: %lu\n",
@@ -693,6 +728,14 @@ int main(int argc, char **argv)
 				status = 1;
 			else
 				printf("result: PASS\n");
+			js += status == 0 ? ",\"result\":\"PASS\"}\n" : ",\"result\":\"FAIL\"}\n";
+			if (!c.json.empty()) {
+				FILE *f = c.json == "-" ? stdout : fopen(c.json.c_str(), "w");
+				if (f == nullptr || fputs(js.c_str(), f) < 0 || (f != stdout && fclose(f) != 0)) {
+					fprintf(stderr, "rdgram-coll: cannot write --json %s: %s\n", c.json.c_str(), strerror(errno));
+					status = 1;
+				}
+			}
 		}
 		fflush(stdout);
 

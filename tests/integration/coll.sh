@@ -36,7 +36,8 @@ check() {
 counter() { grep -Eo "$2: [0-9]+" "$1" | head -1 | grep -Eo '[0-9]+$'; }
 
 # 1. Eight ranks, threads mode, 5% of received datagrams dropped.
-timeout 60 "$coll" $(eal 0,1 512 t) -- --ranks 8 --iters 100 --drop-rate 0.05 --seed 7 >"$tmp/t8.out" 2>"$tmp/t8.err"
+timeout 60 "$coll" $(eal 0,1 512 t) -- --ranks 8 --iters 100 --drop-rate 0.05 --seed 7 --json "$tmp/t8.json" \
+  >"$tmp/t8.out" 2>"$tmp/t8.err"
 rc=$?
 if [ $rc -ne 0 ]; then echo "FAIL: threads 8 ranks exit $rc"; cat "$tmp/t8.out" "$tmp/t8.err"; fail=1
 elif check "$tmp/t8.out" 8 100; then
@@ -46,6 +47,17 @@ elif check "$tmp/t8.out" 8 100; then
   grep -q '7/7 created' "$tmp/t8.out" && ! grep -E '^  rank .* [0-6]/7 created' "$tmp/t8.out" \
     || { echo "FAIL: AH storm incomplete"; fail=1; }
   grep -q 'storm ms: min [0-9.]*  median [0-9.]*  max [0-9.]*' "$tmp/t8.out" || { echo "FAIL: no storm summary"; fail=1; }
+  # --json carries the same results as the table.
+  python3 - "$tmp/t8.json" "$rt" "$dr" <<'PY' || { echo "FAIL: --json"; cat "$tmp/t8.json"; fail=1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["result"] == "PASS" and d["ranks"] == 8 and d["local_ranks"] == 8, d
+assert len(d["storm"]) == 8 and all(s["created"] == 7 and s["ms"] > 0 for s in d["storm"]), d["storm"]
+assert set(d["collectives"]) == {"barrier", "allgather", "alltoall"}, d["collectives"]
+assert all(c["samples"] == 800 and 0 < c["p50_us"] <= c["p99_us"] <= c["max_us"] for c in d["collectives"].values())
+assert d["verified"] == 2400 and d["verify_failed"] == 0, d
+assert d["retransmits"] == int(sys.argv[2]) and d["dropped"] == int(sys.argv[3]), d
+PY
   echo "threads: 8 ranks ok (dropped $dr, retransmits $rt)"
 else fail=1; fi
 # Without drops nothing is dropped by the app.
