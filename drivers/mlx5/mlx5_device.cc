@@ -11,6 +11,7 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include "mlx5_caps.h"
 #include "rdgram/log.h"
 #include "rdgram/tsan.h"
 
@@ -86,11 +87,34 @@ int mlx5_device::open(const mlx5_config &cfg)
 				ibv_free_device_list(list);
 				return fail(ENOTSUP, name + " is not an mlx5 device");
 			}
-			ctx_ = ibv_open_device(list[i]);
+			/* DevX, for the one capability verbs does not report
+			 * (mlx5_caps.h); a plain context when DevX is refused
+			 * (an old kernel, or no permission for a DevX UID). */
+			mlx5dv_context_attr dattr{};
+			dattr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
+			ctx_ = mlx5dv_open_device(list[i], &dattr);
+			if (ctx_ != nullptr) {
+				compact_note_.clear();
+			} else {
+				compact_note_ = std::string("no DevX context (") + strerror(errno) + ")";
+				ctx_ = ibv_open_device(list[i]);
+			}
 		}
 	ibv_free_device_list(list);
 	if (ctx_ == nullptr)
 		return fail(errno ? errno : ENODEV, "ibv_open_device " + name);
+
+	compact_av_ = false;
+	if (compact_note_.empty()) {
+		uint8_t in[query_hca_cap_in_len];
+		std::vector<uint8_t> out(query_hca_cap_out_len);
+		build_query_hca_cap(in);
+		uint32_t syndrome = 0;
+		if (int rc = mlx5dv_devx_general_cmd(ctx_, in, sizeof(in), out.data(), out.size()); rc != 0)
+			compact_note_ = std::string("QUERY_HCA_CAP: ") + strerror(rc);
+		else if (parse_hca_cap_compact_av(out.data(), out.size(), &compact_av_, &syndrome) != 0)
+			compact_note_ = "QUERY_HCA_CAP failed, syndrome " + std::to_string(syndrome);
+	}
 
 	ibv_device_attr da{};
 	ibv_port_attr pa{};
@@ -188,9 +212,10 @@ int mlx5_device::open(const mlx5_config &cfg)
 	if (int e = ahs_.init(cap, nodes.data(), unsigned(nodes.size()), cfg.qsbr); e != 0)
 		return fail(e, "AH table");
 	ah_of_slot_.assign(cap, nullptr);
-	RDGRAM_LOG(mlx5, INFO, "%s port %u: %s, MTU %u, AH table %u, NUMA node %d", ibv_get_device_name(ctx_->device),
-		   unsigned(cfg.port_num), attr_.link == link_layer::ethernet ? "RoCE" : "InfiniBand", attr_.active_mtu,
-		   cap, socket);
+	RDGRAM_LOG(mlx5, INFO, "%s port %u: %s, MTU %u, AH table %u, NUMA node %d, compact AV %s%s%s",
+		   ibv_get_device_name(ctx_->device), unsigned(cfg.port_num),
+		   attr_.link == link_layer::ethernet ? "RoCE" : "InfiniBand", attr_.active_mtu, cap, socket,
+		   compact_av_ ? "yes" : "no", compact_note_.empty() ? "" : ": ", compact_note_.c_str());
 	return 0;
 }
 
@@ -330,9 +355,9 @@ int mlx5_device::init_queue(mlx5_queue &q, int socket)
 	c.signal_every = cfg_.signal_every;
 	c.signal_last = cfg_.signal_last;
 	c.use_bf = cfg_.use_bf;
-	/* The compact AV needs a device capability that only a DevX HCA-cap
-	 * query reports; not probed, so off. */
-	c.compact_av = false;
+	/* Queried at open (mlx5_caps.h); the data path uses it only for AHs
+	 * without a GRH. */
+	c.compact_av = compact_av_ && cfg_.compact_av;
 	c.socket = socket;
 	int rc = q.attach(rings_, c, mp_, mr_tab_, &ahs_);
 	if (rc == 0)

@@ -46,6 +46,7 @@ struct mlx5_config {
 	bool signal_last = false;
 	bool use_bf = true;
 	bool syscall_free_ib_av = true; /* build_ib_av on IB ports */
+	bool compact_av = true;      /* the 16-byte AV for AHs without a GRH, when the device has it */
 	uint32_t max_ah = 4096;      /* AH table slots (capped by device max_ah) */
 	uint32_t nb_mbufs = 8191;
 	uint32_t mtu = 0;            /* 0: the port's active MTU */
@@ -85,6 +86,10 @@ public:
 	int provider_av(const ibv_ah_attr &attr, mlx5_av *out);
 
 	uint32_t qpn() const { return qp_ != nullptr ? qp_->qp_num : 0; }
+	/* Whether the device takes the compact 16-byte AV (mlx5_caps.h), and
+	 * if it could not be asked, why (empty when the query ran). */
+	bool compact_av() const { return compact_av_; }
+	const std::string &compact_av_note() const { return compact_note_; }
 	rte_mempool *mempool() const { return mp_; }
 	const ah_table<mlx5_av> &ahs() const { return ahs_; }
 	const std::string &error() const { return err_; }
@@ -102,6 +107,8 @@ private:
 	ibv_cq *scq_ = nullptr, *rcq_ = nullptr;
 	ibv_qp *qp_ = nullptr;
 	uint32_t max_inline_ = 0;
+	bool compact_av_ = false;
+	std::string compact_note_;
 	rings rings_{};
 	rte_mempool *mp_ = nullptr;
 	std::vector<ibv_mr *> mrs_;

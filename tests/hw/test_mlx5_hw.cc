@@ -70,6 +70,10 @@ TEST(Mlx5Hw, LoopbackThroughOwnQp)
 	int rc = -1;
 	g_rt->ctl().call([&] { rc = dev.open(c); });
 	ASSERT_EQ(rc, 0) << dev.error();
+	/* What QUERY_HCA_CAP said (mlx5_caps.h): report it, first time on a
+	 * device. A self-addressed AH on IB without a GRH then uses it. */
+	printf("compact 16-byte AV: %s%s%s\n", dev.compact_av() ? "yes" : "no",
+	       dev.compact_av_note().empty() ? "" : " -- ", dev.compact_av_note().c_str());
 	{
 		mlx5_queue q;
 		ASSERT_EQ(dev.init_queue(q), 0);
