@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <rte_cycles.h>
@@ -85,6 +86,7 @@ struct verbs_side {
 		return 0;
 	}
 	rte_mempool *mempool() const { return mp; }
+	const verbs::verbs_counters &driver_stats() const { return q.verbs_stats(); }
 	uint32_t inline_max(const perf_config &c) const
 	{
 		return c.inline_size < q.max_inline() ? c.inline_size : q.max_inline();
@@ -127,6 +129,7 @@ struct mlx5_side {
 		return 0;
 	}
 	rte_mempool *mempool() const { return dev.mempool(); }
+	const mlx5::mlx5_counters &driver_stats() const { return q.mlx5_stats(); }
 	uint32_t inline_max(const perf_config &c) const { return c.inline_size; }
 	void close()
 	{
@@ -187,6 +190,40 @@ bool learn_client(runtime &rt, S &s, const perf_config &c, const loop_env &env, 
 		if (rte_rdtsc() > env.deadline)
 			return false;
 	}
+}
+
+/* Every drop counter of the queue that is not zero, by name: the generic
+ * reasons (stats.h) and the driver's own (RDGRAM_VERBS_DROPS,
+ * RDGRAM_MLX5_DROPS). One line on stderr, none when nothing was dropped. */
+template <class Q, class D>
+void print_drops(const char *drv, const Q &q, const D &xc)
+{
+	std::string out;
+	const qp_counters &k = q.counters();
+	auto add = [&](const char *name, uint64_t v) {
+		if (v != 0)
+			out += std::string(" ") + name + "=" + std::to_string(v);
+	};
+#define X(name, desc) add(#name, k.name);
+	RDGRAM_RX_DROPS(X)
+	RDGRAM_TX_DROPS(X)
+#undef X
+#ifdef RDGRAM_PERF_VERBS
+	if constexpr (std::is_same_v<D, verbs::verbs_counters>) {
+#define X(name, desc) add(#name, xc.name);
+		RDGRAM_VERBS_DROPS(X)
+#undef X
+	}
+#endif
+#ifdef RDGRAM_PERF_MLX5
+	if constexpr (std::is_same_v<D, mlx5::mlx5_counters>) {
+#define X(name, desc) add(#name, xc.name);
+		RDGRAM_MLX5_DROPS(X)
+#undef X
+	}
+#endif
+	if (!out.empty())
+		fprintf(stderr, "rdgram-perf: driver %s drops:%s\n", drv, out.c_str());
 }
 
 template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t deadline)
@@ -276,6 +313,7 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 	}
 	poll_thread_offline(rt.qsbr(), lcore);
 	fflush(stdout);
+	print_drops(S::name, s.q, s.driver_stats());
 	if (to.ah != ah_null)
 		rt.ctl().call([&] { s.dev.destroy_ah(to.ah); });
 	s.close();

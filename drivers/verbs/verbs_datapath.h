@@ -57,11 +57,22 @@ inline const verbs_ops ibv_ops = {
 
 /* Verbs-specific events, next to qp_counters (stats.h has no names for
  * completion errors yet). */
+/* Counters of this driver beyond qp_counters (stats.h): the drops, each
+ * with a name (X-macro, as stats.h and RDGRAM_MLX5_DROPS), then events
+ * that are not drops. A send completion in error stands for its WR and
+ * the unsignalled WRs before it (selective signalling), and the QP has
+ * left RTS: count it, then look at the QP. */
+#define RDGRAM_VERBS_DROPS(X)                                                                    \
+	X(rx_wc_errors, "receive completion with an error status; its buffer back to the pool")  \
+	X(tx_wc_errors, "send completion with an error status; the QP left RTS (it and the "     \
+			"unsignalled WRs before it may be lost)")
+
 struct verbs_counters {
+#define X(name, desc) uint64_t name;
+	RDGRAM_VERBS_DROPS(X)
+#undef X
 	uint64_t tx_completions; /* signalled (or error) send completions */
-	uint64_t tx_wc_errors;   /* send completions with an error status */
-	uint64_t tx_post_errors; /* ibv_post_send refused part of a chain */
-	uint64_t rx_wc_errors;   /* receive completions with an error status (mbuf freed) */
+	uint64_t tx_post_errors; /* ibv_post_send refused part of a chain (not a drop: back to the caller) */
 	uint64_t rx_post_errors; /* ibv_post_recv refused part of a batch */
 	uint64_t rx_no_mbuf;     /* receive refill short of mbufs */
 	uint64_t rx_unregistered; /* receive mbuf outside registered memory (freed) */
