@@ -315,6 +315,10 @@ int main(int argc, char **argv)
 	app.add("--port", port_args,
 		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
 		"[server|client].vdev; a port given with the EAL's --vdev is found by name)");
+	std::string oob;
+	app.add("--oob", oob,
+		"verbs/mlx5: HOST:PORT of a TCP exchange of QPN, GID, LID and Q_Key before the test, as "
+		"perftest does: the server listens there, the client connects (overrides [rdma] oob) [none]");
 	app.flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
 	app.flag("--json", json, "print results as JSON lines instead of tables");
 	double status_interval = 1.0;
@@ -357,6 +361,12 @@ int main(int argc, char **argv)
 	if (app.count("--timeout"))
 		c.timeout_s = timeout;
 	c.json |= json;
+	if (!oob.empty())
+		c.rdma.oob = oob;
+	if (!c.rdma.oob.empty() && c.driver == "soft") {
+		fprintf(stderr, "rdgram-perf: --oob / [rdma] oob is for the verbs and mlx5 drivers\n");
+		return 2;
+	}
 	if (!port_args.empty())
 		(c.mode == "server" ? c.server : c.client).vdev = port_args;
 	c.use_imm |= imm;

@@ -3,6 +3,8 @@
  */
 #include "perf_config.h"
 
+#include <cstdlib>
+
 #include "rdgram/config.h"
 
 namespace rdgram::perf {
@@ -74,6 +76,16 @@ void load_perf_config(const std::string &path, perf_config &c)
 		c.rdma.device = t->get_string("device", c.rdma.device);
 		c.rdma.port = uint8_t(t->get_int("port", c.rdma.port, 1, 255));
 		c.rdma.gid_index = uint8_t(t->get_int("gid_index", c.rdma.gid_index, 0, 255));
+		c.rdma.oob = t->get_string("oob", c.rdma.oob);
+		if (!c.rdma.oob.empty()) {
+			const size_t colon = c.rdma.oob.rfind(':');
+			char *end = nullptr;
+			const unsigned long port =
+				colon == std::string::npos ? 0 : strtoul(c.rdma.oob.c_str() + colon + 1, &end, 10);
+			if (colon == std::string::npos || colon == 0 || end == nullptr || *end != '\0' || port == 0 ||
+			    port > 65535)
+				t->fail("oob", "\"host:port\" of the TCP exchange (e.g. \"192.0.2.1:18515\")");
+		}
 		t->finish();
 	}
 	if (auto t = r.get_table("server"))

@@ -33,6 +33,10 @@ struct rdma_config {
 	std::string device;        /* ibv device name ("" : the first usable one) */
 	uint8_t port = 1;          /* physical port */
 	uint8_t gid_index = 0;     /* sgid_index (RoCEv2: the RoCE v2 GID of the address) */
+	/* "host:port" of a TCP exchange of QPN, GID, LID and Q_Key before the
+	 * test, as perftest does (the server listens there, the client
+	 * connects); empty: [server] of the config says where the server is. */
+	std::string oob;
 };
 
 struct perf_config {

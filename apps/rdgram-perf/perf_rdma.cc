@@ -27,6 +27,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include "perf_oob.h"
 #include "perf_tests.h"
 #include "rdgram/ah_from_wc.h"
 #include "rdgram/config.h"
@@ -248,13 +249,40 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 		       pa.link == link_layer::ethernet ? "Ethernet (RoCE)" : "InfiniBand");
 	fflush(stdout);
 
+	/* --oob: swap addresses with the peer over TCP (perf_oob.h), so the
+	 * client needs no QPN from the config. */
+	perf_config cx = c;
+	if (!c.rdma.oob.empty()) {
+		oob_addr self{}, peer{};
+		if (c.rdma.gid_index < pa.gids.size())
+			memcpy(self.gid, pa.gids[c.rdma.gid_index].raw, 16);
+		self.qpn = s.q.qpn();
+		self.qkey = c.mode == "server" ? c.server.qkey : c.client.qkey;
+		self.lid = pa.lid;
+		std::string oerr;
+		if (int rc = oob_exchange(c.rdma.oob, c.mode == "server", self, c.timeout_s, &peer, &oerr); rc != 0) {
+			fprintf(stderr, "rdgram-perf: --oob %s: %s\n", c.rdma.oob.c_str(), oerr.c_str());
+			s.close();
+			return 1;
+		}
+		endpoint_config &e = c.mode == "server" ? cx.client : cx.server;
+		memcpy(e.address.raw, peer.gid, 16);
+		e.qpn = peer.qpn;
+		e.qkey = peer.qkey;
+		e.lid = peer.lid;
+		if (!c.json)
+			printf(" rdgram-perf: --oob %s: peer QPN 0x%06x, GID %s, LID %u, Q_Key 0x%x\n", c.rdma.oob.c_str(),
+			       e.qpn, format_gid(e.address).c_str(), unsigned(e.lid), e.qkey);
+		fflush(stdout);
+	}
+
 	poll_thread_online(rt.qsbr(), lcore);
 	loop_env env{rt.qsbr(), lcore, deadline, nullptr};
 	peer to{ah_null, 0, 0};
 	int status = 0;
 	if (c.mode == "server") {
 		uint64_t served = 0;
-		if (!learn_client(rt, s, c, env, &to)) {
+		if (!learn_client(rt, s, cx, env, &to)) {
 			fprintf(stderr, "rdgram-perf: no client SYNC before the %.1f s timeout\n", c.timeout_s);
 			status = 1;
 		} else if (!serve(s.q, to, inl, env, &served)) {
@@ -264,13 +292,13 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 			printf(" server: answered %lu data messages in the last test\n", (unsigned long)served);
 	} else {
 		int e = 0;
-		const ibv_ah_attr a = server_ah_attr(c, pa);
+		const ibv_ah_attr a = server_ah_attr(cx, pa);
 		rt.ctl().call([&] { to.ah = s.dev.create_ah(a, &e); });
-		to.qpn = c.server.qpn;
-		to.qkey = c.server.qkey;
+		to.qpn = cx.server.qpn;
+		to.qkey = cx.server.qkey;
 		if (e != 0) {
 			fprintf(stderr, "rdgram-perf: creating the AH to %s failed: %s\n",
-				format_gid(c.server.address).c_str(), strerror(e));
+				format_gid(cx.server.address).c_str(), strerror(e));
 			status = 1;
 		} else {
 			const bool do_lat = c.test == "lat" || c.test == "both", do_bw = c.test != "lat";

@@ -71,7 +71,6 @@ struct __attribute__((packed)) hello {
 	uint32_t size;
 	rank_addr addr;
 };
-constexpr uint32_t hello_magic = 0x52434f4c; /* "RCOL" */
 
 } // namespace
 
@@ -168,7 +167,7 @@ int rendezvous::exchange(const std::string &hostport, unsigned rank, unsigned si
 				::close(fd);
 				return fail(rc, std::string("rendezvous: reading a rank's address: ") + strerror(rc));
 			}
-			if (h.magic != hello_magic || h.size != size || h.addr.rank == 0 || h.addr.rank >= size ||
+			if (h.magic != magic_ || h.size != size || h.addr.rank == 0 || h.addr.rank >= size ||
 			    fds_[h.addr.rank] >= 0) {
 				::close(fd);
 				return fail(EPROTO, "rendezvous: a peer sent rank " + std::to_string(h.addr.rank) +
@@ -201,7 +200,7 @@ int rendezvous::exchange(const std::string &hostport, unsigned rank, unsigned si
 	}
 	freeaddrinfo(ai);
 	fds_.push_back(fd);
-	hello h{hello_magic, size, self};
+	hello h{magic_, size, self};
 	if ((rc = io_all(fd, &h, sizeof(h), true, deadline)) != 0 ||
 	    (rc = io_all(fd, table->data(), sizeof(rank_addr) * size, false, deadline)) != 0)
 		return fail(rc, std::string("rendezvous: exchange with rank 0: ") + strerror(rc));

@@ -36,7 +36,7 @@ struct __attribute__((packed)) rank_addr {
 	uint32_t qpn;
 	uint32_t qkey;
 	uint8_t mac[6];
-	uint16_t pad;
+	uint16_t lid; /* InfiniBand: the port's LID (0 on Ethernet) */
 };
 
 /* A TCP rendezvous: rank 0 listens on host:port and collects one
@@ -44,7 +44,10 @@ struct __attribute__((packed)) rank_addr {
  * connections stay open for finish(): a final barrier. */
 class rendezvous {
 public:
-	rendezvous() = default;
+	/* magic: what a peer's hello must start with, so that two tools
+	 * sharing a port never pair up (rdgram-coll "RCOL", rdgram-perf
+	 * "RPRF"). */
+	explicit rendezvous(uint32_t magic = 0x52434f4c) : magic_(magic) {}
 	rendezvous(const rendezvous &) = delete;
 	rendezvous &operator=(const rendezvous &) = delete;
 	~rendezvous() { close_all(); }
@@ -68,6 +71,7 @@ private:
 		err_ = m;
 		return e;
 	}
+	uint32_t magic_;
 	unsigned rank_ = 0;
 	int listen_fd_ = -1;
 	std::vector<int> fds_; /* rank 0: one per peer; others: one */
