@@ -196,6 +196,9 @@ public:
 		__atomic_store_n(&r.connid, connid, __ATOMIC_RELAXED);
 		__atomic_store_n(&r.cookie, cookie, __ATOMIC_RELAXED);
 		__atomic_store_n(&r.prev, old, __ATOMIC_RELAXED);
+		r.newer = nil;
+		if (old != nil)
+			peers_[old].newer = p;
 		r.ahn = ahn;
 		r.qpn = qpn;
 		r.state = st_current;
@@ -234,13 +237,11 @@ public:
 	{
 		if (peer >= max_peers_ || peers_[peer].state != st_previous)
 			return EINVAL;
-		/* Unlink it from whichever record points at it. */
-		for (uint32_t i = 0; i < max_peers_; i++)
-			if ((peers_[i].state == st_current || peers_[i].state == st_previous) &&
-			    peers_[i].prev == peer) {
-				__atomic_store_n(&peers_[i].prev, nil, __ATOMIC_RELEASE);
-				break;
-			}
+		/* Unlink it from the record that points at it (its next
+		 * incarnation: O(1) through the writer's back link, not a scan of
+		 * every record). */
+		if (const uint32_t nw = peers_[peer].newer; nw != nil)
+			__atomic_store_n(&peers_[nw].prev, nil, __ATOMIC_RELEASE);
 		for (uint32_t p = peer; p != nil;) {
 			const uint32_t nx = peers_[p].prev;
 			retire(p);
@@ -274,7 +275,9 @@ private:
 		uint64_t cookie;
 		uint32_t ahn, qpn; /* writer only */
 		uint8_t state;     /* writer only */
+		uint32_t newer;    /* writer only: the record whose prev is this one, nil if none */
 	};
+	static_assert(sizeof(peer_rec) == 32, "two records per cache line");
 	struct wait_rec {
 		uint32_t peer;
 		uint64_t token;
