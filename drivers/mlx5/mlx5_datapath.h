@@ -286,12 +286,34 @@ public:
 			n = max_burst;
 		/* One owner-bit read when nothing completed. */
 		reap_tx(tx_cqe_budget);
+		/* Everything the loop reads or counts, in locals for the
+		 * burst: the ring is written through uint8_t pointers, which
+		 * may alias any member, so members used per WQE would be
+		 * reloaded (and counters stored back) after every ring store
+		 * (bench_mlx5_wqe). */
+		tx_state t;
+		t.sq = r_.sq_buf;
+		t.sq_end = sq_end_;
+		t.mask = r_.sq_wqe_cnt - 1;
+		t.pi = sq_pi_;
+		t.qpn_be = htobe32(r_.qpn << 8);
+		t.own_qkey = c_.qkey;
+		const ah_table<mlx5_av>::view ahs = ahs_;
+		rte_mbuf **const sq_mbuf = sq_mbuf_;
+		uint8_t *const sq_bbs = sq_bbs_;
+		const uint32_t max_inline = c_.max_inline, mtu = c_.mtu, sig_every = c_.signal_every;
+		const bool compact_ok = c_.compact_av;
+		/* Ring room, read once: only this thread posts. */
+		uint32_t room = r_.sq_wqe_cnt - (t.pi - sq_ci_);
+		uint32_t since = since_signal_;
+		uint32_t pkts = 0, nmbuf = 0;
+		uint64_t bytes = 0;
 		uint8_t *last = nullptr;
 		uint32_t last_bbs = 0;
 		uint16_t i = 0;
 		for (; i < n; i++) {
 			send_wr &wr = wrs[i];
-			const mlx5_av *av = ahs_.lookup(wr.ah);
+			const mlx5_av *av = ahs.lookup(wr.ah);
 			if (unlikely(av == nullptr)) {
 				ctr_.tx_stale_ah++;
 				drop_wr(wr);
@@ -303,7 +325,7 @@ public:
 			uintptr_t addr = 0;
 			if (inl) {
 				len = wr.inline_len;
-				if (unlikely(len > c_.max_inline)) {
+				if (unlikely(len > max_inline)) {
 					xc_.tx_inline_too_long++;
 					continue;
 				}
@@ -317,32 +339,43 @@ public:
 					continue;
 				}
 			}
-			if (unlikely(len > c_.mtu)) {
+			if (unlikely(len > mtu)) {
 				ctr_.tx_too_long++;
 				drop_wr(wr);
 				continue;
 			}
-			const bool compact = c_.compact_av && !av->global;
+			const bool compact = compact_ok && !av->global;
 			const uint32_t size = 16 + (compact ? compact_av_len : 48) +
 					      (inl ? align16(4 + len) : 16);
 			const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
-			if (unlikely(sq_free() < bbs)) {
+			if (unlikely(room < bbs)) {
 				ctr_.tx_port_full++;
 				break; /* this WR and the rest stay with the caller */
 			}
-			const bool sig = ++since_signal_ >= c_.signal_every;
+			room -= bbs;
+			const bool sig = ++since >= sig_every;
 			if (sig)
-				since_signal_ = 0;
-			last = write_wqe(wr, *av, compact, inl, len, lkey, addr, sig, size / ds_unit);
+				since = 0;
+			last = write_wqe(t, wr, *av, compact, inl, len, lkey, addr, sig, size / ds_unit);
 			last_bbs = bbs;
-			const uint32_t idx = sq_pi_ & (r_.sq_wqe_cnt - 1);
-			sq_mbuf_[idx] = inl ? nullptr : wr.mbuf;
-			sq_nmbuf_ += inl ? 0 : 1;
-			sq_bbs_[idx] = uint8_t(bbs);
-			sq_pi_ += bbs;
-			ctr_.tx_pkts++;
-			ctr_.tx_bytes += len;
+			const uint32_t idx = t.pi & t.mask;
+			/* Slots of inline WQEs stay null: complete_to nulls
+			 * every slot it frees, so a slot not holding an
+			 * outstanding mbuf is null already. */
+			if (!inl) {
+				sq_mbuf[idx] = wr.mbuf;
+				nmbuf++;
+			}
+			sq_bbs[idx] = uint8_t(bbs);
+			t.pi += bbs;
+			pkts++;
+			bytes += len;
 		}
+		sq_pi_ = t.pi;
+		since_signal_ = since;
+		sq_nmbuf_ += nmbuf;
+		ctr_.tx_pkts += pkts;
+		ctr_.tx_bytes += bytes;
 		if (last != nullptr) {
 			/* signal_last: the burst's last posted WQE asks for a
 			 * CQE too, so nothing sent waits for a later burst. */
@@ -404,16 +437,27 @@ private:
 			rte_pktmbuf_free(wr.mbuf);
 	}
 
-	/* Writes one WQE at sq_pi_; returns its control segment. Always
+	/* What tx_burst's loop uses, as locals of the burst (see there). */
+	struct tx_state {
+		uint8_t *sq;      /* ring start */
+		uint8_t *sq_end;  /* ring end */
+		uint32_t mask;    /* sq_wqe_cnt - 1 */
+		uint32_t pi;      /* next WQE's first basic block */
+		uint32_t qpn_be;  /* qpn_ds without DS: htobe32(qpn << 8) */
+		uint32_t own_qkey;
+	};
+
+	/* Writes one WQE at t.pi; returns its control segment. Always
 	 * inline: g++ 12 made it a call per WQE (bench_mlx5_wqe). */
-	__rte_always_inline uint8_t *write_wqe(const send_wr &wr, const mlx5_av &av, bool compact, bool inl,
-					       uint32_t len, uint32_t lkey, uintptr_t addr, bool sig, uint32_t ds)
+	__rte_always_inline uint8_t *write_wqe(const tx_state &t, const send_wr &wr, const mlx5_av &av,
+					       bool compact, bool inl, uint32_t len, uint32_t lkey,
+					       uintptr_t addr, bool sig, uint32_t ds)
 	{
-		const uint32_t pi = sq_pi_;
-		uint8_t *ctrl = r_.sq_buf + size_t(pi & (r_.sq_wqe_cnt - 1)) * wqe_bb;
+		const uint32_t pi = t.pi;
+		uint8_t *ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
 		/* A Q_Key with the high bit set means the QP's own (IBA 10.2.5);
 		 * substituted here so the WQE always carries the key used. */
-		const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? c_.qkey : wr.remote_qkey;
+		const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? t.own_qkey : wr.remote_qkey;
 
 		/* Datagram segment: the AV, then the per-WR key and QPN. The
 		 * AV ends exactly at the block's end (16 + 48). */
@@ -427,8 +471,8 @@ private:
 			memcpy(dg, &av.wqe, sizeof(av.wqe));
 			dg->av.dqp_dct = htobe32((wr.remote_qpn & cqe_src_qp_mask) | MLX5_EXTENDED_UD_AV);
 			seg = ctrl + wqe_bb;
-			if (seg == sq_end_)
-				seg = r_.sq_buf;
+			if (seg == t.sq_end)
+				seg = t.sq;
 		}
 		dg->av.key.qkey.qkey = htobe32(qkey);
 		dg->av.key.qkey.reserved = 0;
@@ -436,7 +480,7 @@ private:
 		if (inl) {
 			const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
 			const uint32_t seglen = align16(4 + len);
-			if (likely(uint32_t(sq_end_ - seg) >= seglen)) {
+			if (likely(uint32_t(t.sq_end - seg) >= seglen)) {
 				/* Not wrapping (the common case): zero the last
 				 * 16-byte unit, then header and data over it; no
 				 * libc call for the variable-length parts
@@ -449,7 +493,7 @@ private:
 				memcpy(seg, &hdr, 4);
 				/* Data and zero padding up to the 16-byte unit,
 				 * split where the ring ends. */
-				copy_wrapped(seg + 4, static_cast<const uint8_t *>(wr.inline_data), len,
+				copy_wrapped(t, seg + 4, static_cast<const uint8_t *>(wr.inline_data), len,
 					     seglen - 4);
 			}
 		} else {
@@ -462,7 +506,8 @@ private:
 		auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(ctrl);
 		const uint8_t opcode = (wr.flags & send_imm) ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND;
 		cs->opmod_idx_opcode = htobe32((pi & 0xffff) << 8 | opcode);
-		cs->qpn_ds = htobe32(r_.qpn << 8 | ds);
+		/* DS is qpn_ds's low byte: byte 3 in big-endian order. */
+		cs->qpn_ds = t.qpn_be | htobe32(ds);
 		cs->signature = 0;
 		cs->dci_stream_channel_id = 0;
 		cs->fm_ce_se = uint8_t((sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
@@ -473,24 +518,25 @@ private:
 
 	/* Copies len bytes to dst and zeroes up to total, continuing at the
 	 * ring's start when dst reaches its end. */
-	void copy_wrapped(uint8_t *dst, const uint8_t *src, uint32_t len, uint32_t total)
+	void copy_wrapped(const tx_state &t, uint8_t *dst, const uint8_t *src, uint32_t len, uint32_t total)
 	{
-		const uint32_t first = uint32_t(sq_end_ - dst);
+		uint8_t *const ring = t.sq;
+		const uint32_t first = uint32_t(t.sq_end - dst);
 		/* The part before the ring's end, then the rest at its start;
 		 * len 0 copies nothing (src may then be null). */
 		const uint32_t a = len < first ? len : first;
 		if (a != 0)
 			memcpy(dst, src, a);
 		if (len > a)
-			memcpy(r_.sq_buf, src + a, len - a);
+			memcpy(ring, src + a, len - a);
 		/* Zero padding from len to total, split the same way. */
 		if (total <= first) {
 			memset(dst + len, 0, total - len);
 		} else if (len < first) {
 			memset(dst + len, 0, first - len);
-			memset(r_.sq_buf, 0, total - first);
+			memset(ring, 0, total - first);
 		} else {
-			memset(r_.sq_buf + (len - first), 0, total - len);
+			memset(ring + (len - first), 0, total - len);
 		}
 	}
 
