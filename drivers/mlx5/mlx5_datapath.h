@@ -308,6 +308,10 @@ public:
 		uint32_t since = since_signal_;
 		uint32_t pkts = 0, nmbuf = 0;
 		uint64_t bytes = 0;
+		/* Lives for this burst only: an AV changed in place
+		 * (ah_table::update) is seen by the next burst. */
+		wqe_head head;
+		head.ah = ah_null;
 		uint8_t *last = nullptr;
 		uint32_t last_bbs = 0;
 		uint16_t i = 0;
@@ -344,9 +348,18 @@ public:
 				drop_wr(wr);
 				continue;
 			}
-			const bool compact = compact_ok && !av->global;
-			const uint32_t size = 16 + (compact ? compact_av_len : 48) +
-					      (inl ? align16(4 + len) : 16);
+			/* The first WR to a destination in this burst builds
+			 * its 64-byte head; the rest copy it. Keyed by the
+			 * handle (slot and generation, just checked live), the
+			 * remote QPN and the Q_Key after the QP-own rule. */
+			const uint32_t rqpn = wr.remote_qpn & cqe_src_qp_mask;
+			/* A Q_Key with the high bit set means the QP's own
+			 * (IBA 10.2.5); substituted so the WQE always carries
+			 * the key used. */
+			const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? t.own_qkey : wr.remote_qkey;
+			if (unlikely(!(wr.ah == head.ah) || rqpn != head.rqpn || qkey != head.qkey))
+				build_head(head, t, wr.ah, *av, rqpn, qkey, compact_ok && !av->global);
+			const uint32_t size = 16 + head.av_len + (inl ? align16(4 + len) : 16);
 			const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
 			if (unlikely(room < bbs)) {
 				ctr_.tx_port_full++;
@@ -356,7 +369,7 @@ public:
 			const bool sig = ++since >= sig_every;
 			if (sig)
 				since = 0;
-			last = write_wqe(t, wr, *av, compact, inl, len, lkey, addr, sig, size / ds_unit);
+			last = write_wqe(t, head, wr, inl, len, lkey, addr, sig, size / ds_unit);
 			last_bbs = bbs;
 			const uint32_t idx = t.pi & t.mask;
 			/* Slots of inline WQEs stay null: complete_to nulls
@@ -447,35 +460,78 @@ private:
 		uint32_t own_qkey;
 	};
 
-	/* Writes one WQE at t.pi; returns its control segment. Always
-	 * inline: g++ 12 made it a call per WQE (bench_mlx5_wqe). */
-	__rte_always_inline uint8_t *write_wqe(const tx_state &t, const send_wr &wr, const mlx5_av &av,
-					       bool compact, bool inl, uint32_t len, uint32_t lkey,
-					       uintptr_t addr, bool sig, uint32_t ds)
+	/*
+	 * A WQE's first 64-byte block for one destination, prebuilt (VPP's
+	 * rdma plugin keeps such a template per queue): the control segment
+	 * with what is constant for the QP (QPN; signature and DCI stream 0),
+	 * then the datagram segment: the AH's AV with key.qkey and dqp_dct
+	 * filled in. Per WQE the block is copied whole and the control
+	 * segment's two varying 8-byte halves are stored over it. The AH
+	 * table slot cannot hold it (ctrl + AV is 64 bytes, the slot's
+	 * generation needs 4 more), and the control segment is per QP while
+	 * an AH serves every QP.
+	 */
+	struct alignas(64) wqe_head {
+		uint8_t block[wqe_bb];
+		ah_handle ah;   /* the handle it was built for; ah_null: none */
+		uint32_t rqpn;  /* remote QPN (23:0) */
+		uint32_t qkey;  /* the Q_Key written */
+		uint32_t av_len; /* 48, or 16 for the compact AV */
+	};
+
+	static void build_head(wqe_head &h, const tx_state &t, ah_handle ah, const mlx5_av &av,
+			       uint32_t rqpn, uint32_t qkey, bool compact)
+	{
+		memset(h.block, 0, sizeof(h.block));
+		auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(h.block);
+		cs->qpn_ds = t.qpn_be;
+		auto *dg = reinterpret_cast<mlx5_wqe_datagram_seg *>(h.block + sizeof(*cs));
+		/* The compact AV is the first 16 bytes (no extended bit);
+		 * the rest of the block stays zero and is not copied. */
+		memcpy(dg, &av.wqe, compact ? compact_av_len : sizeof(av.wqe));
+		dg->av.dqp_dct = htobe32(rqpn | (compact ? 0u : uint32_t(MLX5_EXTENDED_UD_AV)));
+		dg->av.key.qkey.qkey = htobe32(qkey);
+		dg->av.key.qkey.reserved = 0;
+		h.ah = ah;
+		h.rqpn = rqpn;
+		h.qkey = qkey;
+		h.av_len = compact ? compact_av_len : sizeof(av.wqe);
+	}
+
+	/* Writes one WQE at t.pi from its destination's head; returns its
+	 * control segment. Always inline: g++ 12 made it a call per WQE
+	 * (bench_mlx5_wqe). */
+	__rte_always_inline uint8_t *write_wqe(const tx_state &t, const wqe_head &h, const send_wr &wr,
+					       bool inl, uint32_t len, uint32_t lkey, uintptr_t addr, bool sig,
+					       uint32_t ds)
 	{
 		const uint32_t pi = t.pi;
 		uint8_t *ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
-		/* A Q_Key with the high bit set means the QP's own (IBA 10.2.5);
-		 * substituted here so the WQE always carries the key used. */
-		const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? t.own_qkey : wr.remote_qkey;
-
-		/* Datagram segment: the AV, then the per-WR key and QPN. The
-		 * AV ends exactly at the block's end (16 + 48). */
-		auto *dg = reinterpret_cast<mlx5_wqe_datagram_seg *>(ctrl + sizeof(mlx5_wqe_ctrl_seg));
+		/* A block never wraps: the ring is whole blocks. */
 		uint8_t *seg;
-		if (compact) {
-			memcpy(dg, &av.wqe, compact_av_len);
-			dg->av.dqp_dct = htobe32(wr.remote_qpn & cqe_src_qp_mask);
-			seg = ctrl + 16 + compact_av_len;
-		} else {
-			memcpy(dg, &av.wqe, sizeof(av.wqe));
-			dg->av.dqp_dct = htobe32((wr.remote_qpn & cqe_src_qp_mask) | MLX5_EXTENDED_UD_AV);
+		if (likely(h.av_len == sizeof(mlx5_wqe_av))) {
+			memcpy(ctrl, h.block, wqe_bb);
 			seg = ctrl + wqe_bb;
 			if (seg == t.sq_end)
 				seg = t.sq;
+		} else {
+			memcpy(ctrl, h.block, 16 + compact_av_len);
+			seg = ctrl + 16 + compact_av_len;
 		}
-		dg->av.key.qkey.qkey = htobe32(qkey);
-		dg->av.key.qkey.reserved = 0;
+		/* The control segment's varying words (mlx5dv_set_ctrl_seg):
+		 * opmod_idx_opcode and qpn_ds, then signature, DCI stream and
+		 * fm_ce_se (one word, fm_ce_se its last byte) and imm. DS and
+		 * fm_ce_se are the low bytes of big-endian words. */
+		static_assert(offsetof(mlx5_wqe_ctrl_seg, qpn_ds) == 4);
+		static_assert(offsetof(mlx5_wqe_ctrl_seg, fm_ce_se) == 11);
+		static_assert(offsetof(mlx5_wqe_ctrl_seg, imm) == 12);
+		const bool imm = (wr.flags & send_imm) != 0;
+		const uint32_t opcode = imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND;
+		const uint32_t fm = (sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+				    ((wr.flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0);
+		const uint32_t w[4] = {htobe32((pi & 0xffff) << 8 | opcode), t.qpn_be | htobe32(ds),
+				       htobe32(fm), imm ? wr.imm_data : 0};
+		memcpy(ctrl, w, sizeof(w));
 
 		if (inl) {
 			const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
@@ -503,16 +559,6 @@ private:
 			d->addr = htobe64(uint64_t(addr));
 		}
 
-		auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(ctrl);
-		const uint8_t opcode = (wr.flags & send_imm) ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND;
-		cs->opmod_idx_opcode = htobe32((pi & 0xffff) << 8 | opcode);
-		/* DS is qpn_ds's low byte: byte 3 in big-endian order. */
-		cs->qpn_ds = t.qpn_be | htobe32(ds);
-		cs->signature = 0;
-		cs->dci_stream_channel_id = 0;
-		cs->fm_ce_se = uint8_t((sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
-				       ((wr.flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0));
-		cs->imm = (wr.flags & send_imm) ? wr.imm_data : 0;
 		return ctrl;
 	}
 
