@@ -543,8 +543,7 @@ private:
 				 * (bench_mlx5_wqe). */
 				memset(seg + seglen - 16, 0, 16);
 				memcpy(seg, &hdr, 4);
-				if (len != 0)
-					rte_memcpy(seg + 4, wr.inline_data, len);
+				copy_inline(seg + 4, static_cast<const uint8_t *>(wr.inline_data), len);
 			} else {
 				memcpy(seg, &hdr, 4);
 				/* Data and zero padding up to the 16-byte unit,
@@ -560,6 +559,44 @@ private:
 		}
 
 		return ctrl;
+	}
+
+	/* Copies the len bytes of an inline payload to dst (not wrapping).
+	 * Up to 128 bytes, the common inline sizes: two fixed-size loads
+	 * and stores of the length's size class, the second ending at the
+	 * last byte (they overlap unless len is twice the class), with no
+	 * alignment dispatch; src is never read past len. Longer: rte_memcpy. */
+	static __rte_always_inline void copy_inline(uint8_t *dst, const uint8_t *src, uint32_t len)
+	{
+		auto two = [&](auto tag) {
+			decltype(tag) a, b;
+			memcpy(&a, src, sizeof(a));
+			memcpy(&b, src + len - sizeof(b), sizeof(b));
+			memcpy(dst, &a, sizeof(a));
+			memcpy(dst + len - sizeof(b), &b, sizeof(b));
+		};
+		struct b16 { uint64_t w[2]; };
+		struct b32 { uint64_t w[4]; };
+		struct b64 { uint64_t w[8]; };
+		if (len > 128) {
+			rte_memcpy(dst, src, len);
+		} else if (len > 64) {
+			two(b64{});
+		} else if (len > 32) {
+			two(b32{});
+		} else if (len > 16) {
+			two(b16{});
+		} else if (len >= 8) {
+			two(uint64_t{});
+		} else if (len >= 4) {
+			two(uint32_t{});
+		} else if (len != 0) {
+			/* 1 to 3 bytes: first, middle and last (may coincide). */
+			const uint8_t a = src[0], b = src[len / 2], c = src[len - 1];
+			dst[0] = a;
+			dst[len / 2] = b;
+			dst[len - 1] = c;
+		}
 	}
 
 	/* Copies len bytes to dst and zeroes up to total, continuing at the
