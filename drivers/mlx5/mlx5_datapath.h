@@ -40,6 +40,7 @@
 #include <cstring>
 
 #include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_memcpy.h>
@@ -289,105 +290,127 @@ public:
 		/* Everything the loop reads or counts, in locals for the
 		 * burst: the ring is written through uint8_t pointers, which
 		 * may alias any member, so members used per WQE would be
-		 * reloaded (and counters stored back) after every ring store
-		 * (bench_mlx5_wqe). */
+		 * reloaded (and counters stored back) after every ring store.
+		 * And as few as fit in registers: the loop's cost is its
+		 * instruction count (bench_mlx5_wqe). */
 		tx_state t;
 		t.sq = r_.sq_buf;
 		t.sq_end = sq_end_;
 		t.mask = r_.sq_wqe_cnt - 1;
-		t.pi = sq_pi_;
 		t.qpn_be = htobe32(r_.qpn << 8);
 		t.own_qkey = c_.qkey;
 		const ah_table<mlx5_av>::view ahs = ahs_;
-		rte_mbuf **const sq_mbuf = sq_mbuf_;
 		uint8_t *const sq_bbs = sq_bbs_;
-		const uint32_t max_inline = c_.max_inline, mtu = c_.mtu, sig_every = c_.signal_every;
-		const bool compact_ok = c_.compact_av;
-		/* Ring room, read once: only this thread posts. */
-		uint32_t room = r_.sq_wqe_cnt - (t.pi - sq_ci_);
-		uint32_t since = since_signal_;
-		uint32_t pkts = 0, nmbuf = 0;
+		/* Inline payloads: one test for the inline limit and the MTU
+		 * (which one failed is sorted out when counting the drop). */
+		const uint32_t inline_max = c_.max_inline < c_.mtu ? c_.max_inline : c_.mtu;
+		uint32_t pi = sq_pi_;
+		/* Ring room, read once (only this thread posts): the SQ
+		 * counter may reach pi_limit. */
+		const uint32_t pi_limit = sq_ci_ + r_.sq_wqe_cnt;
+		/* WQEs until the next CQ_UPDATE, counting down. */
+		uint32_t sig_left = c_.signal_every - since_signal_;
+		uint32_t nmbuf = 0, skipped = 0;
 		uint64_t bytes = 0;
-		/* Lives for this burst only: an AV changed in place
+		/* The head lives for this burst only: an AV changed in place
 		 * (ah_table::update) is seen by the next burst. */
 		wqe_head head;
 		head.ah = ah_null;
 		uint8_t *last = nullptr;
 		uint32_t last_bbs = 0;
-		uint16_t i = 0;
-		for (; i < n; i++) {
-			send_wr &wr = wrs[i];
-			const mlx5_av *av = ahs.lookup(wr.ah);
+		send_wr *wr = wrs;
+		send_wr *const end = wrs + n;
+		for (; wr != end; ++wr) {
+			const mlx5_av *av = ahs.lookup(wr->ah);
 			if (unlikely(av == nullptr)) {
 				ctr_.tx_stale_ah++;
-				drop_wr(wr);
+				drop_wr(*wr);
+				skipped++;
 				continue;
 			}
-			const bool inl = (wr.flags & send_inline) != 0;
-			uint32_t len;
+			const uint32_t flags = wr->flags;
+			uint32_t len, seg_len;
 			uint32_t lkey = 0;
 			uintptr_t addr = 0;
-			if (inl) {
-				len = wr.inline_len;
-				if (unlikely(len > max_inline)) {
-					xc_.tx_inline_too_long++;
+			if (likely(flags & send_inline)) {
+				len = wr->inline_len;
+				if (unlikely(len > inline_max)) {
+					if (len > c_.max_inline)
+						xc_.tx_inline_too_long++;
+					else
+						ctr_.tx_too_long++;
+					skipped++;
 					continue;
 				}
+				seg_len = align16(inline_hdr_len + len);
 			} else {
-				rte_mbuf *m = wr.mbuf;
+				rte_mbuf *m = wr->mbuf;
 				len = m->data_len;
 				addr = rte_pktmbuf_mtod(m, uintptr_t);
 				if (unlikely(m->nb_segs != 1 || !mrs_.lookup(addr, len, &lkey))) {
 					ctr_.tx_bad_mbuf++;
-					drop_wr(wr);
+					drop_wr(*wr);
+					skipped++;
 					continue;
 				}
-			}
-			if (unlikely(len > mtu)) {
-				ctr_.tx_too_long++;
-				drop_wr(wr);
-				continue;
+				if (unlikely(len > c_.mtu)) {
+					ctr_.tx_too_long++;
+					drop_wr(*wr);
+					skipped++;
+					continue;
+				}
+				seg_len = sizeof(mlx5_wqe_data_seg);
 			}
 			/* The first WR to a destination in this burst builds
 			 * its 64-byte head; the rest copy it. Keyed by the
 			 * handle (slot and generation, just checked live), the
 			 * remote QPN and the Q_Key after the QP-own rule. */
-			const uint32_t rqpn = wr.remote_qpn & cqe_src_qp_mask;
+			const uint32_t rqpn = wr->remote_qpn & cqe_src_qp_mask;
 			/* A Q_Key with the high bit set means the QP's own
 			 * (IBA 10.2.5); substituted so the WQE always carries
 			 * the key used. */
-			const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? t.own_qkey : wr.remote_qkey;
-			if (unlikely(!(wr.ah == head.ah) || rqpn != head.rqpn || qkey != head.qkey))
-				build_head(head, t, wr.ah, *av, rqpn, qkey, compact_ok && !av->global);
-			const uint32_t size = 16 + head.av_len + (inl ? align16(4 + len) : 16);
+			const uint32_t qkey = (wr->remote_qkey & 0x80000000u) ? t.own_qkey : wr->remote_qkey;
+			if (unlikely(!(wr->ah == head.ah) || rqpn != head.rqpn || qkey != head.qkey))
+				build_head(head, t, wr->ah, *av, rqpn, qkey, c_.compact_av && !av->global);
+			const uint32_t size = 16 + head.av_len + seg_len;
 			const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
-			if (unlikely(room < bbs)) {
+			if (unlikely(pi_limit - pi < bbs)) {
 				ctr_.tx_port_full++;
 				break; /* this WR and the rest stay with the caller */
 			}
-			room -= bbs;
-			const bool sig = ++since >= sig_every;
-			if (sig)
-				since = 0;
-			last = write_wqe(t, head, wr, inl, len, lkey, addr, sig, size / ds_unit);
-			last_bbs = bbs;
-			const uint32_t idx = t.pi & t.mask;
-			/* Slots of inline WQEs stay null: complete_to nulls
-			 * every slot it frees, so a slot not holding an
-			 * outstanding mbuf is null already. */
-			if (!inl) {
-				sq_mbuf[idx] = wr.mbuf;
+			bool sig = false;
+			if (unlikely(--sig_left == 0)) {
+				sig = true;
+				sig_left = c_.signal_every;
+			}
+			uint8_t *ctrl = write_head(t, head, pi, flags, wr->imm_data, sig, size / ds_unit);
+			uint8_t *seg = ctrl + 16 + head.av_len;
+			if (seg == t.sq_end)
+				seg = t.sq;
+			if (likely(flags & send_inline)) {
+				write_inline(t, seg, static_cast<const uint8_t *>(wr->inline_data), len, seg_len);
+			} else {
+				auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(seg);
+				d->byte_count = htobe32(len);
+				d->lkey = htobe32(lkey);
+				d->addr = htobe64(uint64_t(addr));
+				/* Slots of inline WQEs stay null: complete_to
+				 * nulls every slot it frees, so a slot not
+				 * holding an outstanding mbuf is null already. */
+				sq_mbuf_[pi & t.mask] = wr->mbuf;
 				nmbuf++;
 			}
-			sq_bbs[idx] = uint8_t(bbs);
-			t.pi += bbs;
-			pkts++;
+			last = ctrl;
+			last_bbs = bbs;
+			sq_bbs[pi & t.mask] = uint8_t(bbs);
+			pi += bbs;
 			bytes += len;
 		}
-		sq_pi_ = t.pi;
-		since_signal_ = since;
+		const uint16_t taken = uint16_t(wr - wrs);
+		sq_pi_ = pi;
+		since_signal_ = c_.signal_every - sig_left;
 		sq_nmbuf_ += nmbuf;
-		ctr_.tx_pkts += pkts;
+		ctr_.tx_pkts += taken - skipped;
 		ctr_.tx_bytes += bytes;
 		if (last != nullptr) {
 			/* signal_last: the burst's last posted WQE asks for a
@@ -399,7 +422,7 @@ public:
 			}
 			ring_sq(last, last_bbs);
 		}
-		return i;
+		return taken;
 	}
 
 	/* Receives up to n completions. Every responder CQE is delivered or
@@ -455,7 +478,6 @@ private:
 		uint8_t *sq;      /* ring start */
 		uint8_t *sq_end;  /* ring end */
 		uint32_t mask;    /* sq_wqe_cnt - 1 */
-		uint32_t pi;      /* next WQE's first basic block */
 		uint32_t qpn_be;  /* qpn_ds without DS: htobe32(qpn << 8) */
 		uint32_t own_qkey;
 	};
@@ -498,26 +520,19 @@ private:
 		h.av_len = compact ? compact_av_len : sizeof(av.wqe);
 	}
 
-	/* Writes one WQE at t.pi from its destination's head; returns its
-	 * control segment. Always inline: g++ 12 made it a call per WQE
-	 * (bench_mlx5_wqe). */
-	__rte_always_inline uint8_t *write_wqe(const tx_state &t, const wqe_head &h, const send_wr &wr,
-					       bool inl, uint32_t len, uint32_t lkey, uintptr_t addr, bool sig,
-					       uint32_t ds)
+	static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "write_head packs words for a little-endian host");
+
+	/* Writes the first 64-byte block of the WQE at pi from its
+	 * destination's head (a block never wraps: the ring is whole
+	 * blocks); returns its control segment. */
+	static __rte_always_inline uint8_t *write_head(const tx_state &t, const wqe_head &h, uint32_t pi,
+						       uint32_t flags, uint32_t imm_data, bool sig, uint32_t ds)
 	{
-		const uint32_t pi = t.pi;
 		uint8_t *ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
-		/* A block never wraps: the ring is whole blocks. */
-		uint8_t *seg;
-		if (likely(h.av_len == sizeof(mlx5_wqe_av))) {
+		if (likely(h.av_len == sizeof(mlx5_wqe_av)))
 			memcpy(ctrl, h.block, wqe_bb);
-			seg = ctrl + wqe_bb;
-			if (seg == t.sq_end)
-				seg = t.sq;
-		} else {
+		else
 			memcpy(ctrl, h.block, 16 + compact_av_len);
-			seg = ctrl + 16 + compact_av_len;
-		}
 		/* The control segment's varying words (mlx5dv_set_ctrl_seg):
 		 * opmod_idx_opcode and qpn_ds, then signature, DCI stream and
 		 * fm_ce_se (one word, fm_ce_se its last byte) and imm. DS and
@@ -525,40 +540,41 @@ private:
 		static_assert(offsetof(mlx5_wqe_ctrl_seg, qpn_ds) == 4);
 		static_assert(offsetof(mlx5_wqe_ctrl_seg, fm_ce_se) == 11);
 		static_assert(offsetof(mlx5_wqe_ctrl_seg, imm) == 12);
-		const bool imm = (wr.flags & send_imm) != 0;
-		const uint32_t opcode = imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND;
-		const uint32_t fm = (sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
-				    ((wr.flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0);
-		const uint32_t w[4] = {htobe32((pi & 0xffff) << 8 | opcode), t.qpn_be | htobe32(ds),
-				       htobe32(fm), imm ? wr.imm_data : 0};
-		memcpy(ctrl, w, sizeof(w));
-
-		if (inl) {
-			const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
-			const uint32_t seglen = align16(4 + len);
-			if (likely(uint32_t(t.sq_end - seg) >= seglen)) {
-				/* Not wrapping (the common case): zero the last
-				 * 16-byte unit, then header and data over it; no
-				 * libc call for the variable-length parts
-				 * (bench_mlx5_wqe). */
-				memset(seg + seglen - 16, 0, 16);
-				memcpy(seg, &hdr, 4);
-				copy_inline(seg + 4, static_cast<const uint8_t *>(wr.inline_data), len);
-			} else {
-				memcpy(seg, &hdr, 4);
-				/* Data and zero padding up to the 16-byte unit,
-				 * split where the ring ends. */
-				copy_wrapped(t, seg + 4, static_cast<const uint8_t *>(wr.inline_data), len,
-					     seglen - 4);
-			}
-		} else {
-			auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(seg);
-			d->byte_count = htobe32(len);
-			d->lkey = htobe32(lkey);
-			d->addr = htobe64(uint64_t(addr));
-		}
-
+		static_assert(unsigned(MLX5_OPCODE_SEND_IMM) == (unsigned(MLX5_OPCODE_SEND) | unsigned(send_imm)));
+		static_assert(unsigned(send_solicited) == MLX5_WQE_CTRL_SOLICITED);
+		const uint32_t opcode = MLX5_OPCODE_SEND | (flags & send_imm);
+		const uint32_t fm = (sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) | (flags & send_solicited);
+		const uint32_t imm = (flags & send_imm) ? imm_data : 0;
+		/* Two 8-byte stores, each word in its own half in memory
+		 * order (the host is little-endian: x86-64, AArch64). */
+		const uint64_t lo = uint64_t(htobe32((pi & 0xffff) << 8 | opcode)) |
+				    uint64_t(t.qpn_be | htobe32(ds)) << 32;
+		const uint64_t hi = uint64_t(htobe32(fm)) | uint64_t(imm) << 32;
+		memcpy(ctrl, &lo, 8);
+		memcpy(ctrl + 8, &hi, 8);
 		return ctrl;
+	}
+
+	/* The inline segment at seg: header, data, zero padding to seg_len
+	 * (mlx5_wqe_inline_seg; rdma-core set_data_inl_seg). */
+	__rte_always_inline void write_inline(const tx_state &t, uint8_t *seg, const uint8_t *src,
+					      uint32_t len, uint32_t seg_len)
+	{
+		const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
+		if (likely(uint32_t(t.sq_end - seg) >= seg_len)) {
+			/* Not wrapping (the common case): zero the last
+			 * 16-byte unit, then header and data over it; no
+			 * libc call for the variable-length parts
+			 * (bench_mlx5_wqe). */
+			memset(seg + seg_len - 16, 0, 16);
+			memcpy(seg, &hdr, 4);
+			copy_inline(seg + 4, src, len);
+		} else {
+			memcpy(seg, &hdr, 4);
+			/* Data and zero padding up to the 16-byte unit, split
+			 * where the ring ends. */
+			copy_wrapped(t, seg + 4, src, len, seg_len - 4);
+		}
 	}
 
 	/* Copies the len bytes of an inline payload to dst (not wrapping).
