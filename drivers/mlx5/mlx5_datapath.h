@@ -16,7 +16,10 @@
  *   inline (4+n)   byte_count = n | MLX5_INLINE_SEG, data, zero pad to 16
  *   or data (16)   byte_count, lkey of the mempool's memory region, address
  * in 64-byte basic blocks of a power-of-two ring; a WQE that runs past the
- * ring's end continues at its start. Per burst one doorbell: the doorbell
+ * ring's end continues at its start. The first block (ctrl + extended AV,
+ * or ctrl + compact AV) is prebuilt once per destination and burst (the
+ * WQE head: AH handle, remote QPN, Q_Key) and copied whole; the WQE index,
+ * DS, fm_ce_se and imm are stored over it. Per burst one doorbell: the doorbell
  * record, then a BlueFlame copy of the burst's last WQE when it fits the
  * BlueFlame buffer (otherwise its first 8 bytes as the doorbell), with the
  * barriers of mlx5_ring.h. rdma-core uses BlueFlame only for one-WQE posts;
