@@ -318,7 +318,7 @@ public:
 		/* The head lives for this burst only: an AV changed in place
 		 * (ah_table::update) is seen by the next burst. */
 		wqe_head head;
-		head.ah = ah_null;
+		head.key_wr = {ah_null, 0, 0}; /* no WR that passed lookup has it */
 		uint8_t *last = nullptr;
 		uint32_t last_bbs = 0;
 		send_wr *wr = wrs;
@@ -366,15 +366,11 @@ public:
 			}
 			/* The first WR to a destination in this burst builds
 			 * its 64-byte head; the rest copy it. Keyed by the
-			 * handle (slot and generation, just checked live), the
-			 * remote QPN and the Q_Key after the QP-own rule. */
-			const uint32_t rqpn = wr->remote_qpn & cqe_src_qp_mask;
-			/* A Q_Key with the high bit set means the QP's own
-			 * (IBA 10.2.5); substituted so the WQE always carries
-			 * the key used. */
-			const uint32_t qkey = (wr->remote_qkey & 0x80000000u) ? t.own_qkey : wr->remote_qkey;
-			if (unlikely(!(wr->ah == head.ah) || rqpn != head.rqpn || qkey != head.qkey))
-				build_head(head, t, wr->ah, *av, rqpn, qkey, c_.compact_av && !av->global);
+			 * WR's first 16 bytes as given: the handle (slot and
+			 * generation, just checked live), the remote QPN and
+			 * the Q_Key, from which the head's fields follow. */
+			if (unlikely(memcmp(wr, head.key, sizeof(head.key)) != 0))
+				build_head(head, t, *wr, *av, c_.compact_av && !av->global);
 			const uint32_t size = 16 + head.av_len + seg_len;
 			const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
 			if (unlikely(pi_limit - pi < bbs)) {
@@ -496,17 +492,30 @@ private:
 	 * generation needs 4 more), and the control segment is per QP while
 	 * an AH serves every QP.
 	 */
+	static_assert(offsetof(send_wr, ah) == 0 && offsetof(send_wr, remote_qpn) == 8 &&
+		      offsetof(send_wr, remote_qkey) == 12 && sizeof(ah_handle) == 8);
 	struct alignas(64) wqe_head {
 		uint8_t block[wqe_bb];
-		ah_handle ah;   /* the handle it was built for; ah_null: none */
-		uint32_t rqpn;  /* remote QPN (23:0) */
-		uint32_t qkey;  /* the Q_Key written */
+		/* What it was built from: send_wr's first 16 bytes (ah,
+		 * remote_qpn, remote_qkey) as the WR gave them. */
+		union {
+			uint8_t key[16];
+			struct {
+				ah_handle ah;
+				uint32_t remote_qpn, remote_qkey;
+			} key_wr;
+		};
 		uint32_t av_len; /* 48, or 16 for the compact AV */
 	};
 
-	static void build_head(wqe_head &h, const tx_state &t, ah_handle ah, const mlx5_av &av,
-			       uint32_t rqpn, uint32_t qkey, bool compact)
+	static void build_head(wqe_head &h, const tx_state &t, const send_wr &wr, const mlx5_av &av,
+			       bool compact)
 	{
+		const uint32_t rqpn = wr.remote_qpn & cqe_src_qp_mask;
+		/* A Q_Key with the high bit set means the QP's own (IBA
+		 * 10.2.5); substituted so the WQE always carries the key
+		 * used. */
+		const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? t.own_qkey : wr.remote_qkey;
 		memset(h.block, 0, sizeof(h.block));
 		auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(h.block);
 		cs->qpn_ds = t.qpn_be;
@@ -517,9 +526,7 @@ private:
 		dg->av.dqp_dct = htobe32(rqpn | (compact ? 0u : uint32_t(MLX5_EXTENDED_UD_AV)));
 		dg->av.key.qkey.qkey = htobe32(qkey);
 		dg->av.key.qkey.reserved = 0;
-		h.ah = ah;
-		h.rqpn = rqpn;
-		h.qkey = qkey;
+		memcpy(h.key, &wr, sizeof(h.key));
 		h.av_len = compact ? compact_av_len : sizeof(av.wqe);
 	}
 
