@@ -464,7 +464,6 @@ public:
 
 private:
 	static uint32_t align16(uint32_t v) { return (v + 15) & ~15u; }
-	uint32_t sq_free() const { return r_.sq_wqe_cnt - (sq_pi_ - sq_ci_); }
 
 	void drop_wr(send_wr &wr)
 	{
