@@ -16,7 +16,10 @@
  *   inline (4+n)   byte_count = n | MLX5_INLINE_SEG, data, zero pad to 16
  *   or data (16)   byte_count, lkey of the mempool's memory region, address
  * in 64-byte basic blocks of a power-of-two ring; a WQE that runs past the
- * ring's end continues at its start. Per burst one doorbell: the doorbell
+ * ring's end continues at its start. The first block (ctrl + extended AV,
+ * or ctrl + compact AV) is prebuilt once per destination and burst (the
+ * WQE head: AH handle, remote QPN, Q_Key) and copied whole; the WQE index,
+ * DS, fm_ce_se and imm are stored over it. Per burst one doorbell: the doorbell
  * record, then a BlueFlame copy of the burst's last WQE when it fits the
  * BlueFlame buffer (otherwise its first 8 bytes as the doorbell), with the
  * barriers of mlx5_ring.h. rdma-core uses BlueFlame only for one-WQE posts;
@@ -40,6 +43,7 @@
 #include <cstring>
 
 #include <rte_branch_prediction.h>
+#include <rte_byteorder.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
 #include <rte_memcpy.h>
@@ -286,63 +290,127 @@ public:
 			n = max_burst;
 		/* One owner-bit read when nothing completed. */
 		reap_tx(tx_cqe_budget);
+		/* Everything the loop reads or counts, in locals for the
+		 * burst: the ring is written through uint8_t pointers, which
+		 * may alias any member, so members used per WQE would be
+		 * reloaded (and counters stored back) after every ring store.
+		 * And as few as fit in registers: the loop's cost is its
+		 * instruction count (bench_mlx5_wqe). */
+		tx_state t;
+		t.sq = r_.sq_buf;
+		t.sq_end = sq_end_;
+		t.mask = r_.sq_wqe_cnt - 1;
+		t.qpn_be = htobe32(r_.qpn << 8);
+		t.own_qkey = c_.qkey;
+		const ah_table<mlx5_av>::view ahs = ahs_;
+		uint8_t *const sq_bbs = sq_bbs_;
+		/* Inline payloads: one test for the inline limit and the MTU
+		 * (which one failed is sorted out when counting the drop). */
+		const uint32_t inline_max = c_.max_inline < c_.mtu ? c_.max_inline : c_.mtu;
+		uint32_t pi = sq_pi_;
+		/* Ring room, read once (only this thread posts): the SQ
+		 * counter may reach pi_limit. */
+		const uint32_t pi_limit = sq_ci_ + r_.sq_wqe_cnt;
+		/* WQEs until the next CQ_UPDATE, counting down. */
+		uint32_t sig_left = c_.signal_every - since_signal_;
+		uint32_t nmbuf = 0, skipped = 0;
+		uint64_t bytes = 0;
+		/* The head lives for this burst only: an AV changed in place
+		 * (ah_table::update) is seen by the next burst. */
+		wqe_head head;
+		head.key_wr = {ah_null, 0, 0}; /* no WR that passed lookup has it */
 		uint8_t *last = nullptr;
 		uint32_t last_bbs = 0;
-		uint16_t i = 0;
-		for (; i < n; i++) {
-			send_wr &wr = wrs[i];
-			const mlx5_av *av = ahs_.lookup(wr.ah);
+		send_wr *wr = wrs;
+		send_wr *const end = wrs + n;
+		for (; wr != end; ++wr) {
+			const mlx5_av *av = ahs.lookup(wr->ah);
 			if (unlikely(av == nullptr)) {
 				ctr_.tx_stale_ah++;
-				drop_wr(wr);
+				drop_wr(*wr);
+				skipped++;
 				continue;
 			}
-			const bool inl = (wr.flags & send_inline) != 0;
-			uint32_t len;
+			const uint32_t flags = wr->flags;
+			uint32_t len, seg_len;
 			uint32_t lkey = 0;
 			uintptr_t addr = 0;
-			if (inl) {
-				len = wr.inline_len;
-				if (unlikely(len > c_.max_inline)) {
-					xc_.tx_inline_too_long++;
+			if (likely(flags & send_inline)) {
+				len = wr->inline_len;
+				if (unlikely(len > inline_max)) {
+					if (len > c_.max_inline)
+						xc_.tx_inline_too_long++;
+					else
+						ctr_.tx_too_long++;
+					skipped++;
 					continue;
 				}
+				seg_len = align16(inline_hdr_len + len);
 			} else {
-				rte_mbuf *m = wr.mbuf;
+				rte_mbuf *m = wr->mbuf;
 				len = m->data_len;
 				addr = rte_pktmbuf_mtod(m, uintptr_t);
 				if (unlikely(m->nb_segs != 1 || !mrs_.lookup(addr, len, &lkey))) {
 					ctr_.tx_bad_mbuf++;
-					drop_wr(wr);
+					drop_wr(*wr);
+					skipped++;
 					continue;
 				}
+				if (unlikely(len > c_.mtu)) {
+					ctr_.tx_too_long++;
+					drop_wr(*wr);
+					skipped++;
+					continue;
+				}
+				seg_len = sizeof(mlx5_wqe_data_seg);
 			}
-			if (unlikely(len > c_.mtu)) {
-				ctr_.tx_too_long++;
-				drop_wr(wr);
-				continue;
-			}
-			const bool compact = c_.compact_av && !av->global;
-			const uint32_t size = 16 + (compact ? compact_av_len : 48) +
-					      (inl ? align16(4 + len) : 16);
+			/* The first WR to a destination in this burst builds
+			 * its 64-byte head; the rest copy it. Keyed by the
+			 * WR's first 16 bytes as given: the handle (slot and
+			 * generation, just checked live), the remote QPN and
+			 * the Q_Key, from which the head's fields follow. */
+			if (unlikely(memcmp(wr, head.key, sizeof(head.key)) != 0))
+				build_head(head, t, *wr, *av, c_.compact_av && !av->global);
+			const uint32_t size = 16 + head.av_len + seg_len;
 			const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
-			if (unlikely(sq_free() < bbs)) {
+			if (unlikely(pi_limit - pi < bbs)) {
 				ctr_.tx_port_full++;
 				break; /* this WR and the rest stay with the caller */
 			}
-			const bool sig = ++since_signal_ >= c_.signal_every;
-			if (sig)
-				since_signal_ = 0;
-			last = write_wqe(wr, *av, compact, inl, len, lkey, addr, sig, size / ds_unit);
+			bool sig = false;
+			if (unlikely(--sig_left == 0)) {
+				sig = true;
+				sig_left = c_.signal_every;
+			}
+			uint8_t *ctrl = write_head(t, head, pi, flags, wr->imm_data, sig, size / ds_unit);
+			uint8_t *seg = ctrl + 16 + head.av_len;
+			if (seg == t.sq_end)
+				seg = t.sq;
+			if (likely(flags & send_inline)) {
+				write_inline(t, seg, static_cast<const uint8_t *>(wr->inline_data), len, seg_len);
+			} else {
+				auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(seg);
+				d->byte_count = htobe32(len);
+				d->lkey = htobe32(lkey);
+				d->addr = htobe64(uint64_t(addr));
+				/* Slots of inline WQEs stay null: complete_to
+				 * nulls every slot it frees, so a slot not
+				 * holding an outstanding mbuf is null already. */
+				sq_mbuf_[pi & t.mask] = wr->mbuf;
+				nmbuf++;
+			}
+			last = ctrl;
 			last_bbs = bbs;
-			const uint32_t idx = sq_pi_ & (r_.sq_wqe_cnt - 1);
-			sq_mbuf_[idx] = inl ? nullptr : wr.mbuf;
-			sq_nmbuf_ += inl ? 0 : 1;
-			sq_bbs_[idx] = uint8_t(bbs);
-			sq_pi_ += bbs;
-			ctr_.tx_pkts++;
-			ctr_.tx_bytes += len;
+			sq_bbs[pi & t.mask] = uint8_t(bbs);
+			pi += bbs;
+			bytes += len;
 		}
+		const uint16_t taken = uint16_t(wr - wrs);
+		sq_pi_ = pi;
+		since_signal_ = c_.signal_every - sig_left;
+		sq_nmbuf_ += nmbuf;
+		ctr_.tx_pkts += taken - skipped;
+		ctr_.tx_bytes += bytes;
 		if (last != nullptr) {
 			/* signal_last: the burst's last posted WQE asks for a
 			 * CQE too, so nothing sent waits for a later burst. */
@@ -353,7 +421,7 @@ public:
 			}
 			ring_sq(last, last_bbs);
 		}
-		return i;
+		return taken;
 	}
 
 	/* Receives up to n completions. Every responder CQE is delivered or
@@ -396,7 +464,6 @@ public:
 
 private:
 	static uint32_t align16(uint32_t v) { return (v + 15) & ~15u; }
-	uint32_t sq_free() const { return r_.sq_wqe_cnt - (sq_pi_ - sq_ci_); }
 
 	void drop_wr(send_wr &wr)
 	{
@@ -404,93 +471,180 @@ private:
 			rte_pktmbuf_free(wr.mbuf);
 	}
 
-	/* Writes one WQE at sq_pi_; returns its control segment. Always
-	 * inline: g++ 12 made it a call per WQE (bench_mlx5_wqe). */
-	__rte_always_inline uint8_t *write_wqe(const send_wr &wr, const mlx5_av &av, bool compact, bool inl,
-					       uint32_t len, uint32_t lkey, uintptr_t addr, bool sig, uint32_t ds)
-	{
-		const uint32_t pi = sq_pi_;
-		uint8_t *ctrl = r_.sq_buf + size_t(pi & (r_.sq_wqe_cnt - 1)) * wqe_bb;
-		/* A Q_Key with the high bit set means the QP's own (IBA 10.2.5);
-		 * substituted here so the WQE always carries the key used. */
-		const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? c_.qkey : wr.remote_qkey;
+	/* What tx_burst's loop uses, as locals of the burst (see there). */
+	struct tx_state {
+		uint8_t *sq;      /* ring start */
+		uint8_t *sq_end;  /* ring end */
+		uint32_t mask;    /* sq_wqe_cnt - 1 */
+		uint32_t qpn_be;  /* qpn_ds without DS: htobe32(qpn << 8) */
+		uint32_t own_qkey;
+	};
 
-		/* Datagram segment: the AV, then the per-WR key and QPN. The
-		 * AV ends exactly at the block's end (16 + 48). */
-		auto *dg = reinterpret_cast<mlx5_wqe_datagram_seg *>(ctrl + sizeof(mlx5_wqe_ctrl_seg));
-		uint8_t *seg;
-		if (compact) {
-			memcpy(dg, &av.wqe, compact_av_len);
-			dg->av.dqp_dct = htobe32(wr.remote_qpn & cqe_src_qp_mask);
-			seg = ctrl + 16 + compact_av_len;
-		} else {
-			memcpy(dg, &av.wqe, sizeof(av.wqe));
-			dg->av.dqp_dct = htobe32((wr.remote_qpn & cqe_src_qp_mask) | MLX5_EXTENDED_UD_AV);
-			seg = ctrl + wqe_bb;
-			if (seg == sq_end_)
-				seg = r_.sq_buf;
-		}
+	/*
+	 * A WQE's first 64-byte block for one destination, prebuilt (VPP's
+	 * rdma plugin keeps such a template per queue): the control segment
+	 * with what is constant for the QP (QPN; signature and DCI stream 0),
+	 * then the datagram segment: the AH's AV with key.qkey and dqp_dct
+	 * filled in. Per WQE the block is copied whole and the control
+	 * segment's two varying 8-byte halves are stored over it. The AH
+	 * table slot cannot hold it (ctrl + AV is 64 bytes, the slot's
+	 * generation needs 4 more), and the control segment is per QP while
+	 * an AH serves every QP.
+	 */
+	static_assert(offsetof(send_wr, ah) == 0 && offsetof(send_wr, remote_qpn) == 8 &&
+		      offsetof(send_wr, remote_qkey) == 12 && sizeof(ah_handle) == 8);
+	struct alignas(64) wqe_head {
+		uint8_t block[wqe_bb];
+		/* What it was built from: send_wr's first 16 bytes (ah,
+		 * remote_qpn, remote_qkey) as the WR gave them. */
+		union {
+			uint8_t key[16];
+			struct {
+				ah_handle ah;
+				uint32_t remote_qpn, remote_qkey;
+			} key_wr;
+		};
+		uint32_t av_len; /* 48, or 16 for the compact AV */
+	};
+
+	static void build_head(wqe_head &h, const tx_state &t, const send_wr &wr, const mlx5_av &av,
+			       bool compact)
+	{
+		const uint32_t rqpn = wr.remote_qpn & cqe_src_qp_mask;
+		/* A Q_Key with the high bit set means the QP's own (IBA
+		 * 10.2.5); substituted so the WQE always carries the key
+		 * used. */
+		const uint32_t qkey = (wr.remote_qkey & 0x80000000u) ? t.own_qkey : wr.remote_qkey;
+		memset(h.block, 0, sizeof(h.block));
+		auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(h.block);
+		cs->qpn_ds = t.qpn_be;
+		auto *dg = reinterpret_cast<mlx5_wqe_datagram_seg *>(h.block + sizeof(*cs));
+		/* The compact AV is the first 16 bytes (no extended bit);
+		 * the rest of the block stays zero and is not copied. */
+		memcpy(dg, &av.wqe, compact ? compact_av_len : sizeof(av.wqe));
+		dg->av.dqp_dct = htobe32(rqpn | (compact ? 0u : uint32_t(MLX5_EXTENDED_UD_AV)));
 		dg->av.key.qkey.qkey = htobe32(qkey);
 		dg->av.key.qkey.reserved = 0;
+		memcpy(h.key, &wr, sizeof(h.key));
+		h.av_len = compact ? compact_av_len : sizeof(av.wqe);
+	}
 
-		if (inl) {
-			const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
-			const uint32_t seglen = align16(4 + len);
-			if (likely(uint32_t(sq_end_ - seg) >= seglen)) {
-				/* Not wrapping (the common case): zero the last
-				 * 16-byte unit, then header and data over it; no
-				 * libc call for the variable-length parts
-				 * (bench_mlx5_wqe). */
-				memset(seg + seglen - 16, 0, 16);
-				memcpy(seg, &hdr, 4);
-				if (len != 0)
-					rte_memcpy(seg + 4, wr.inline_data, len);
-			} else {
-				memcpy(seg, &hdr, 4);
-				/* Data and zero padding up to the 16-byte unit,
-				 * split where the ring ends. */
-				copy_wrapped(seg + 4, static_cast<const uint8_t *>(wr.inline_data), len,
-					     seglen - 4);
-			}
-		} else {
-			auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(seg);
-			d->byte_count = htobe32(len);
-			d->lkey = htobe32(lkey);
-			d->addr = htobe64(uint64_t(addr));
-		}
+	static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "write_head packs words for a little-endian host");
 
-		auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(ctrl);
-		const uint8_t opcode = (wr.flags & send_imm) ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND;
-		cs->opmod_idx_opcode = htobe32((pi & 0xffff) << 8 | opcode);
-		cs->qpn_ds = htobe32(r_.qpn << 8 | ds);
-		cs->signature = 0;
-		cs->dci_stream_channel_id = 0;
-		cs->fm_ce_se = uint8_t((sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
-				       ((wr.flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0));
-		cs->imm = (wr.flags & send_imm) ? wr.imm_data : 0;
+	/* Writes the first 64-byte block of the WQE at pi from its
+	 * destination's head (a block never wraps: the ring is whole
+	 * blocks); returns its control segment. */
+	static __rte_always_inline uint8_t *write_head(const tx_state &t, const wqe_head &h, uint32_t pi,
+						       uint32_t flags, uint32_t imm_data, bool sig, uint32_t ds)
+	{
+		uint8_t *ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
+		if (likely(h.av_len == sizeof(mlx5_wqe_av)))
+			memcpy(ctrl, h.block, wqe_bb);
+		else
+			memcpy(ctrl, h.block, 16 + compact_av_len);
+		/* The control segment's varying words (mlx5dv_set_ctrl_seg):
+		 * opmod_idx_opcode and qpn_ds, then signature, DCI stream and
+		 * fm_ce_se (one word, fm_ce_se its last byte) and imm. DS and
+		 * fm_ce_se are the low bytes of big-endian words. */
+		static_assert(offsetof(mlx5_wqe_ctrl_seg, qpn_ds) == 4);
+		static_assert(offsetof(mlx5_wqe_ctrl_seg, fm_ce_se) == 11);
+		static_assert(offsetof(mlx5_wqe_ctrl_seg, imm) == 12);
+		static_assert(unsigned(MLX5_OPCODE_SEND_IMM) == (unsigned(MLX5_OPCODE_SEND) | unsigned(send_imm)));
+		static_assert(unsigned(send_solicited) == MLX5_WQE_CTRL_SOLICITED);
+		const uint32_t opcode = MLX5_OPCODE_SEND | (flags & send_imm);
+		const uint32_t fm = (sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) | (flags & send_solicited);
+		const uint32_t imm = (flags & send_imm) ? imm_data : 0;
+		/* Two 8-byte stores, each word in its own half in memory
+		 * order (the host is little-endian: x86-64, AArch64). */
+		const uint64_t lo = uint64_t(htobe32((pi & 0xffff) << 8 | opcode)) |
+				    uint64_t(t.qpn_be | htobe32(ds)) << 32;
+		const uint64_t hi = uint64_t(htobe32(fm)) | uint64_t(imm) << 32;
+		memcpy(ctrl, &lo, 8);
+		memcpy(ctrl + 8, &hi, 8);
 		return ctrl;
+	}
+
+	/* The inline segment at seg: header, data, zero padding to seg_len
+	 * (mlx5_wqe_inline_seg; rdma-core set_data_inl_seg). */
+	__rte_always_inline void write_inline(const tx_state &t, uint8_t *seg, const uint8_t *src,
+					      uint32_t len, uint32_t seg_len)
+	{
+		const uint32_t hdr = htobe32(len | MLX5_INLINE_SEG);
+		if (likely(uint32_t(t.sq_end - seg) >= seg_len)) {
+			/* Not wrapping (the common case): zero the last
+			 * 16-byte unit, then header and data over it; no
+			 * libc call for the variable-length parts
+			 * (bench_mlx5_wqe). */
+			memset(seg + seg_len - 16, 0, 16);
+			memcpy(seg, &hdr, 4);
+			copy_inline(seg + 4, src, len);
+		} else {
+			memcpy(seg, &hdr, 4);
+			/* Data and zero padding up to the 16-byte unit, split
+			 * where the ring ends. */
+			copy_wrapped(t, seg + 4, src, len, seg_len - 4);
+		}
+	}
+
+	/* Copies the len bytes of an inline payload to dst (not wrapping).
+	 * Up to 128 bytes, the common inline sizes: two fixed-size loads
+	 * and stores of the length's size class, the second ending at the
+	 * last byte (they overlap unless len is twice the class), with no
+	 * alignment dispatch; src is never read past len. Longer: rte_memcpy. */
+	static __rte_always_inline void copy_inline(uint8_t *dst, const uint8_t *src, uint32_t len)
+	{
+		auto two = [&](auto tag) {
+			decltype(tag) a, b;
+			memcpy(&a, src, sizeof(a));
+			memcpy(&b, src + len - sizeof(b), sizeof(b));
+			memcpy(dst, &a, sizeof(a));
+			memcpy(dst + len - sizeof(b), &b, sizeof(b));
+		};
+		struct b16 { uint64_t w[2]; };
+		struct b32 { uint64_t w[4]; };
+		struct b64 { uint64_t w[8]; };
+		if (len > 128) {
+			rte_memcpy(dst, src, len);
+		} else if (len > 64) {
+			two(b64{});
+		} else if (len > 32) {
+			two(b32{});
+		} else if (len > 16) {
+			two(b16{});
+		} else if (len >= 8) {
+			two(uint64_t{});
+		} else if (len >= 4) {
+			two(uint32_t{});
+		} else if (len != 0) {
+			/* 1 to 3 bytes: first, middle and last (may coincide). */
+			const uint8_t a = src[0], b = src[len / 2], c = src[len - 1];
+			dst[0] = a;
+			dst[len / 2] = b;
+			dst[len - 1] = c;
+		}
 	}
 
 	/* Copies len bytes to dst and zeroes up to total, continuing at the
 	 * ring's start when dst reaches its end. */
-	void copy_wrapped(uint8_t *dst, const uint8_t *src, uint32_t len, uint32_t total)
+	void copy_wrapped(const tx_state &t, uint8_t *dst, const uint8_t *src, uint32_t len, uint32_t total)
 	{
-		const uint32_t first = uint32_t(sq_end_ - dst);
+		uint8_t *const ring = t.sq;
+		const uint32_t first = uint32_t(t.sq_end - dst);
 		/* The part before the ring's end, then the rest at its start;
 		 * len 0 copies nothing (src may then be null). */
 		const uint32_t a = len < first ? len : first;
 		if (a != 0)
 			memcpy(dst, src, a);
 		if (len > a)
-			memcpy(r_.sq_buf, src + a, len - a);
+			memcpy(ring, src + a, len - a);
 		/* Zero padding from len to total, split the same way. */
 		if (total <= first) {
 			memset(dst + len, 0, total - len);
 		} else if (len < first) {
 			memset(dst + len, 0, first - len);
-			memset(r_.sq_buf, 0, total - first);
+			memset(ring, 0, total - first);
 		} else {
-			memset(r_.sq_buf + (len - first), 0, total - len);
+			memset(ring + (len - first), 0, total - len);
 		}
 	}
 

@@ -13,6 +13,7 @@
  * a ConnectX accepts it (tests/hw/test_mlx5_hw.cc is for that).
  */
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -430,11 +431,13 @@ TEST(Mlx5Datapath, OneDoorbellPerBurst)
  * a requester CQE frees every mbuf up to its WQE. */
 TEST(Mlx5Datapath, SignalOneInN)
 {
+	for (const uint32_t every : {1u, 3u, 8u})
 	for (bool last : {false, true}) {
+		SCOPED_TRACE("signal_every " + std::to_string(every) + (last ? ", signal_last" : ""));
 		mlx5_model_config mc = roce_cfg();
 		mc.sq_wqe_cnt = 128;
 		queue_config qc;
-		qc.signal_every = 8;
+		qc.signal_every = every;
 		qc.signal_last = last;
 		rig r(mc, qc);
 		ASSERT_TRUE(r.ok);
@@ -474,6 +477,158 @@ TEST(Mlx5Datapath, SignalOneInN)
 		EXPECT_EQ(r.q.counters().tx_pkts, total);
 		EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
 	}
+}
+
+/* The prebuilt WQE head (control segment + datagram segment, built once
+ * per destination and burst) follows every WR: AHs, remote QPNs and Q_Keys
+ * (including "the QP's own") changing from one WR to the next within a
+ * burst, immediates and solicited events on some, CQ_UPDATE one in N;
+ * each WQE equals the helpers' byte for byte. */
+TEST(Mlx5Datapath, WqeHeadFollowsAhQpnAndQkey)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.sq_wqe_cnt = 64;
+	mc.max_inline = 64;
+	queue_config qc;
+	qc.signal_every = 3;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	mlx5_av av_a = roce_av(v4gid(10, 0, 0, 7)), av_b = roce_av(v4gid(10, 0, 0, 9), 1);
+	av_b.wqe.tclass = 0x20;
+	av_b.wqe.rmac[5] = 0x99;
+	const ah_handle ha = r.add_ah(av_a), hb = r.add_ah(av_b);
+	/* Remote QPNs other than the model's own: sent, not looped back. */
+	const uint32_t q1 = mc.qpn + 1, q2 = (mc.qpn + 2) | 0xff000000u; /* 31:24 ignored */
+	const uint32_t k1 = 0x22222222, k2 = 0x33333333, own = 0x80000000u;
+	ASSERT_NE(k1, mc.qkey);
+	struct {
+		bool b;
+		uint32_t qpn, qkey;
+		uint16_t flags;
+	} pat[] = {
+		{false, q1, k1, 0},        {false, q1, k1, send_imm},  {true, q1, k1, 0},
+		{false, q2, k1, 0},        {false, q2, own, send_solicited}, {false, q2, own, 0},
+		{true, q2, k2, send_imm},  {true, q1, k2, 0},          {false, q1, own, 0},
+		{false, q1, k1, 0},        {true, q1, k1, send_imm | send_solicited},
+	};
+	constexpr unsigned n = sizeof(pat) / sizeof(pat[0]);
+	uint8_t pay[n][40];
+	uint64_t k = 0;
+	for (int round = 0; round < 8; round++) {
+		send_wr w[n]{};
+		std::vector<std::vector<uint8_t>> want;
+		uint32_t pi = r.q.sq_head();
+		for (unsigned i = 0; i < n; i++) {
+			const uint32_t len = (round * 7 + i * 5) % 41;
+			for (uint32_t j = 0; j < len; j++)
+				pay[i][j] = uint8_t(round * 16 + i + j);
+			w[i].ah = pat[i].b ? hb : ha;
+			w[i].remote_qpn = pat[i].qpn;
+			w[i].remote_qkey = pat[i].qkey;
+			w[i].flags = uint16_t(send_inline | pat[i].flags);
+			w[i].imm_data = htobe32(0x1000u + i);
+			w[i].inline_data = pay[i];
+			w[i].inline_len = len;
+			const bool sig = ++k % qc.signal_every == 0;
+			const uint8_t f = uint8_t((sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+						  ((pat[i].flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0));
+			send_wr e = w[i];
+			e.remote_qpn &= 0xffffff;
+			want.push_back(expected_wqe(pi, mc.qpn, e, pat[i].b ? av_b : av_a, false,
+						    pat[i].qkey == own ? mc.qkey : pat[i].qkey, f, 0));
+			pi += uint32_t(want.back().size() + 63) / 64;
+		}
+		ASSERT_EQ(r.q.tx_burst(w, n), n);
+		r.model.doorbell();
+		r.model.executed.clear();
+		ASSERT_EQ(r.model.process(), n);
+		for (unsigned i = 0; i < n; i++) {
+			const mlx5_model_wqe &x = r.model.executed[i];
+			EXPECT_EQ(x.bytes, want[i]) << "round " << round << " wqe " << i << hexdiff(x.bytes, want[i]);
+			EXPECT_EQ(x.dqpn, pat[i].qpn & 0xffffff);
+			EXPECT_EQ(x.qkey, pat[i].qkey == own ? mc.qkey : pat[i].qkey);
+		}
+		r.q.tx_flush();
+	}
+	EXPECT_EQ(r.q.counters().tx_pkts, 8u * n);
+	EXPECT_EQ(r.q.counters().tx_drops(), 0u);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
+/* A head is never used for an AH that is gone: the generation is checked
+ * before a WR's head is looked at, and the head lives for one burst. An
+ * AH destroyed and its slot re-created with another AV (a new generation)
+ * sends the new AV; WRs still holding the old handle are dropped and
+ * counted, also between WRs to the new one in the same burst. */
+TEST(Mlx5Datapath, WqeHeadNeverOutlivesItsAh)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.sq_wqe_cnt = 64;
+	mc.max_inline = 64;
+	queue_config qc;
+	qc.signal_every = 4;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	mlx5_av av_old = roce_av(v4gid(10, 0, 0, 7)), av_new = roce_av(v4gid(10, 0, 0, 8));
+	av_new.wqe.rmac[5] = 0x77;
+	av_new.wqe.hop_limit = 9;
+	uint8_t pay[64];
+	for (unsigned i = 0; i < sizeof(pay); i++)
+		pay[i] = uint8_t(i);
+	auto wr_to = [&](ah_handle h) {
+		send_wr w{};
+		w.ah = h;
+		w.remote_qpn = mc.qpn + 1;
+		w.remote_qkey = mc.qkey;
+		w.flags = send_inline;
+		w.inline_data = pay;
+		w.inline_len = sizeof(pay);
+		return w;
+	};
+	/* Sends a burst; returns the WQEs the model executed. */
+	auto send = [&](std::vector<send_wr> ws) {
+		EXPECT_EQ(r.q.tx_burst(ws.data(), uint16_t(ws.size())), ws.size());
+		r.model.doorbell();
+		r.model.executed.clear();
+		r.model.process();
+		r.q.tx_flush();
+		return r.model.executed;
+	};
+	auto expect_av = [&](const std::vector<mlx5_model_wqe> &xs, const mlx5_av &av) {
+		for (const auto &x : xs) {
+			const auto want = expected_wqe(x.pi, mc.qpn, wr_to(ah_null), av, false, mc.qkey,
+						       x.fm_ce_se, 0);
+			EXPECT_EQ(x.bytes, want) << hexdiff(x.bytes, want);
+		}
+	};
+
+	const ah_handle h1 = r.add_ah(av_old);
+	auto xs = send({wr_to(h1), wr_to(h1), wr_to(h1)});
+	ASSERT_EQ(xs.size(), 3u);
+	expect_av(xs, av_old);
+
+	/* No QSBR variable on this table: the slot is free at once, and the
+	 * next AH takes it with the next live generation. */
+	ASSERT_EQ(r.ahs.retire(h1), 0);
+	const ah_handle h2 = r.add_ah(av_new);
+	ASSERT_EQ(h2.slot, h1.slot);
+	ASSERT_NE(h2.gen, h1.gen);
+	xs = send({wr_to(h2), wr_to(h1), wr_to(h2), wr_to(h1), wr_to(h1), wr_to(h2)});
+	ASSERT_EQ(xs.size(), 3u);
+	expect_av(xs, av_new);
+	EXPECT_EQ(r.q.counters().tx_stale_ah, 3u);
+
+	/* Back to the first AV under a third generation: nothing of the
+	 * second survives in a later burst. */
+	ASSERT_EQ(r.ahs.retire(h2), 0);
+	const ah_handle h3 = r.add_ah(av_old);
+	ASSERT_EQ(h3.slot, h1.slot);
+	xs = send({wr_to(h2), wr_to(h3), wr_to(h1), wr_to(h3)});
+	ASSERT_EQ(xs.size(), 2u);
+	expect_av(xs, av_old);
+	EXPECT_EQ(r.q.counters().tx_stale_ah, 5u);
+	EXPECT_EQ(r.q.counters().tx_pkts, 8u);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
 }
 
 /* Loopback metadata on each port type: RoCEv2 over IPv4 and IPv6, IB with
@@ -850,10 +1005,15 @@ TEST(Mlx5Datapath, InlineEveryLengthAcrossBlocks)
 			av = roce_av(mc.local_gid);
 		}
 		const ah_handle h = r.add_ah(av);
-		std::vector<uint8_t> pay(mc.max_inline);
 		unsigned by_bbs[5] = {}, seg_split = 0;
 		uint64_t k = 0;
 		for (uint32_t len = 0; len <= mc.max_inline; len++) {
+			/* The payload ends where its allocation ends (ASan
+			 * builds catch a read past it) and starts at every
+			 * alignment mod 8. */
+			const uint32_t off = len % 8;
+			std::unique_ptr<uint8_t[]> buf(new uint8_t[off + len]);
+			uint8_t *const pay = buf.get() + off;
 			for (uint32_t i = 0; i < len; i++)
 				pay[i] = uint8_t(len * 31 + i);
 			send_wr w{};
@@ -861,7 +1021,7 @@ TEST(Mlx5Datapath, InlineEveryLengthAcrossBlocks)
 			w.remote_qpn = mc.qpn;
 			w.remote_qkey = mc.qkey;
 			w.flags = send_inline;
-			w.inline_data = len != 0 ? pay.data() : nullptr;
+			w.inline_data = len != 0 ? pay : nullptr;
 			w.inline_len = len;
 			const uint32_t pi = r.q.sq_head();
 			const bool sig = ++k % qc.signal_every == 0;
@@ -893,7 +1053,7 @@ TEST(Mlx5Datapath, InlineEveryLengthAcrossBlocks)
 			EXPECT_EQ(got[0].byte_len, grh_len + len);
 			if (len != 0) {
 				EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(got[0].mbuf, uint8_t *, grh_len),
-						    pay.data(), len))
+						    pay, len))
 					<< "len " << len;
 			}
 			free_wcs(got);
