@@ -88,7 +88,7 @@
  * report costs TSan a stack unwind and symbolization: 100x slower control
  * thread under churn). The element is plain values copied out on both
  * sides, so its ring accesses are hidden from TSan instead. */
-#if defined(__SANITIZE_THREAD__)
+#if defined(RDGRAM_TSAN_BUILD)
 extern "C" void AnnotateIgnoreReadsBegin(const char *f, int l);
 extern "C" void AnnotateIgnoreReadsEnd(const char *f, int l);
 extern "C" void AnnotateIgnoreWritesBegin(const char *f, int l);

@@ -73,6 +73,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "rdgram/ah_registry.h"
+#include "rdgram/tsan.h"
 #include "rdgram/ud.h"
 
 namespace rdgram {
@@ -377,7 +378,7 @@ private:
 	 * In a ThreadSanitizer build they are plain accesses instead, read only
 	 * after a matching tag, so that TSan checks the grace-period protocol:
 	 * a bucket rewritten while a reader may still read it is reported. */
-#if defined(__SANITIZE_THREAD__)
+#if defined(RDGRAM_TSAN_BUILD)
 	static constexpr bool speculative_reads = false;
 	static inline uint64_t load_word(const uint64_t *p) { return *p; }
 	static inline void store_word(uint64_t *p, uint64_t v) { *p = v; }

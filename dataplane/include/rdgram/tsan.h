@@ -11,7 +11,18 @@
 #ifndef RDGRAM_TSAN_H
 #define RDGRAM_TSAN_H
 
+/* GCC says -fsanitize=thread with __SANITIZE_THREAD__, clang only through
+ * __has_feature (without this, a clang TSan build ran with every
+ * annotation off and reported each ring hand-off as a race). */
 #if defined(__SANITIZE_THREAD__)
+#define RDGRAM_TSAN_BUILD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define RDGRAM_TSAN_BUILD 1
+#endif
+#endif
+
+#if defined(RDGRAM_TSAN_BUILD)
 extern "C" void __tsan_acquire(void *addr);
 extern "C" void __tsan_release(void *addr);
 #define RDGRAM_TSAN_RELEASE(p) __tsan_release((void *)(p))
