@@ -22,6 +22,7 @@
  */
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -47,6 +48,9 @@ using namespace rdgram;
 using namespace rdgram::ahtool;
 
 namespace {
+
+std::atomic<bool> g_hold_stop{false};
+void on_hold_signal(int) { g_hold_stop.store(true); }
 
 constexpr uint32_t local_qpn = 0x300, peer_qpn = 0x301, qkey = 0x2222;
 
@@ -711,7 +715,8 @@ int main(int argc, char **argv)
 	app.add("--max-ah", c.max_ah, "the soft device's AH table size (max_ah) [1048576]").range(1u, 1u << 24);
 	app.add("--neigh-ttl-ms", c.neigh_ttl_ms, "lifetime of a resolved neighbour before re-resolution [30000]")
 		.range(1u, 86400000u);
-	app.add("--hold", c.hold_s, "seconds to keep running after the report, e.g. to read /rdgram/ telemetry [0]")
+	app.add("--hold", c.hold_s, "seconds to keep running after the report, e.g. to read /rdgram/ telemetry; "
+		"SIGINT/SIGTERM end it sooner [0]")
 		.range(0.0, 86400.0);
 
 	cli::command ins = app.subcommand("inspect", "create a set of AHs and print the registry table");
@@ -824,8 +829,13 @@ int main(int argc, char **argv)
 		else
 			status = run_storm(h, storm_n, storm_dests);
 		fflush(stdout);
-		if (c.hold_s > 0)
-			rte_delay_us_sleep(uint64_t(c.hold_s * 1e6));
+		if (c.hold_s > 0) { /* SIGINT or SIGTERM ends the hold early */
+			std::signal(SIGINT, on_hold_signal);
+			std::signal(SIGTERM, on_hold_signal);
+			const uint64_t end = rte_get_timer_cycles() + uint64_t(c.hold_s * double(rte_get_timer_hz()));
+			while (!g_hold_stop.load() && rte_get_timer_cycles() < end)
+				rte_delay_us_sleep(10000);
+		}
 	}
 	tear_down(h);
 	}

@@ -245,10 +245,13 @@ int probe_port(const std::string &devargs, uint16_t *port)
 	return 0;
 }
 
+/* SIGINT, SIGTERM: perf_tests.h's loops end as at their deadline. */
+void on_stop_signal(int) { perf_stop.store(true, std::memory_order_relaxed); }
+
 bool wait_link_up(uint16_t port, uint64_t deadline)
 {
 	rte_eth_link l{};
-	while (rte_rdtsc() < deadline) {
+	while (!past(deadline, rte_rdtsc())) {
 		if (rte_eth_link_get_nowait(port, &l) == 0 && l.link_status == RTE_ETH_LINK_UP)
 			return true;
 		rte_delay_us_sleep(10000);
@@ -310,7 +313,10 @@ int main(int argc, char **argv)
 	app.add("-Q,--cq-mod", cq_mod,
 		"signal one send in N; the soft driver has no send CQ, so it has no effect there [64]")
 		.range(1u, 1024u);
-	app.add("--timeout", timeout, "seconds after which every loop stops by itself [60]").range(0.1, 86400.0);
+	app.add("--timeout", timeout,
+		"seconds after which every loop stops by itself [60]; SIGINT/SIGTERM stop it sooner "
+		"(exit 130, the completed tests are reported)")
+		.range(0.1, 86400.0);
 	std::string port_args;
 	app.add("--port", port_args,
 		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
@@ -415,6 +421,10 @@ int main(int argc, char **argv)
 		}
 	}
 	const uint64_t deadline = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
+	/* Ctrl-C (or a script's kill) ends every loop as the deadline does; the
+	 * tests that completed are still reported. */
+	std::signal(SIGINT, on_stop_signal);
+	std::signal(SIGTERM, on_stop_signal);
 	if (c.driver != "soft") { /* verbs or mlx5: perf_rdma.cc */
 		const int st = run_rdma(rt, c, deadline);
 		rt.fini();
@@ -550,13 +560,16 @@ int main(int argc, char **argv)
 				if (r.lost != 0)
 					fprintf(stderr, " latency: %lu pings timed out and were re-sent\n",
 						(unsigned long)r.lost);
-			if (!cx.ok) {
+			if (!cx.ok && perf_stop.load()) {
+				fprintf(stderr, "rdgram-perf: interrupted\n");
+				status = 130;
+			} else if (!cx.ok) {
 				fprintf(stderr, "rdgram-perf: the test did not complete before the %.1f s timeout\n",
 					c.timeout_s);
 				status = 1;
 			}
 		} else if (!sx.ok) {
-			status = 1;
+			status = perf_stop.load() ? 130 : 1;
 		}
 		if (c.mode == "loopback") {
 			print_counters("server", srv.q.counters());

@@ -188,7 +188,7 @@ bool learn_client(runtime &rt, S &s, const perf_config &c, const loop_env &env, 
 		rte_rcu_qsbr_quiescent(env.qs, env.tid);
 		if (got)
 			return true;
-		if (rte_rdtsc() > env.deadline)
+		if (past(env.deadline, rte_rdtsc()))
 			return false;
 	}
 }
@@ -286,7 +286,7 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 			fprintf(stderr, "rdgram-perf: no client SYNC before the %.1f s timeout\n", c.timeout_s);
 			status = 1;
 		} else if (!serve(s.q, to, inl, env, &served)) {
-			status = 1;
+			status = perf_stop.load() ? 130 : 1;
 		}
 		if (!c.json)
 			printf(" server: answered %lu data messages in the last test\n", (unsigned long)served);
@@ -332,7 +332,10 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 				if (!bw.empty())
 					print_bw_table(stdout, bw);
 			}
-			if (!ok) {
+			if (!ok && perf_stop.load()) {
+				fprintf(stderr, "rdgram-perf: interrupted\n");
+				status = 130;
+			} else if (!ok) {
 				fprintf(stderr, "rdgram-perf: the test did not complete before the %.1f s timeout\n",
 					c.timeout_s);
 				status = 1;

@@ -14,6 +14,7 @@
 #ifndef RDGRAM_PERF_TESTS_H
 #define RDGRAM_PERF_TESTS_H
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
@@ -58,6 +59,14 @@ struct loop_env {
 	loop_hooks *hooks = nullptr; /* status line and telemetry (optional) */
 };
 
+/* Set by SIGINT or SIGTERM (main.cc): every loop then ends as it does at its
+ * deadline. One relaxed load per check, no syscall. */
+inline std::atomic<bool> perf_stop{false};
+inline bool past(uint64_t deadline, uint64_t now)
+{
+	return now > deadline || perf_stop.load(std::memory_order_relaxed);
+}
+
 /* Publishes progress for the status line and telemetry: stores only, the
  * QP counters at most every qp_publisher::publish_interval_s. */
 template <ud_driver Q> inline void loop_tick(Q &q, const loop_env &env, uint64_t now, uint64_t done)
@@ -92,7 +101,7 @@ inline bool send_one_inline(Q &q, const peer &p, const void *data, uint32_t len,
 	wr.imm_data = imm;
 	wr.flags = uint16_t(send_inline | (with_imm ? send_imm : 0));
 	while (q.tx_burst(&wr, 1) == 0) {
-		if (rte_rdtsc() > env.deadline)
+		if (past(env.deadline, rte_rdtsc()))
 			return false;
 		rte_pause();
 	}
@@ -128,7 +137,7 @@ inline bool control_exchange(Q &q, const peer &p, uint32_t imm, const ctl_msg &o
 			rte_rcu_qsbr_quiescent(env.qs, env.tid);
 			if (got)
 				return true;
-			if (rte_rdtsc() > env.deadline)
+			if (past(env.deadline, rte_rdtsc()))
 				return false;
 		}
 	}
@@ -199,7 +208,7 @@ inline bool serve(Q &q, const peer &p, uint32_t inline_max, const loop_env &env,
 		uint16_t done = 0;
 		while (done < no) {
 			done += q.tx_burst(out + done, uint16_t(no - done));
-			if (rte_rdtsc() > env.deadline)
+			if (past(env.deadline, rte_rdtsc()))
 				break;
 		}
 		/* Inline replies copied their bytes: free the received buffers. */
@@ -214,12 +223,12 @@ inline bool serve(Q &q, const peer &p, uint32_t inline_max, const loop_env &env,
 		if (unlikely(env.hooks != nullptr && (++ticks & 63) == 0))
 			loop_tick(q, env, rte_rdtsc(), count);
 		if (exit_after) {
-			while (q.tx_pending() != 0 && rte_rdtsc() < env.deadline)
+			while (q.tx_pending() != 0 && !past(env.deadline, rte_rdtsc()))
 				q.tx_flush();
 			*served = count;
 			return true;
 		}
-		if (rte_rdtsc() > env.deadline) {
+		if (past(env.deadline, rte_rdtsc())) {
 			*served = count;
 			return false;
 		}
@@ -289,7 +298,7 @@ inline bool client_lat(Q &q, rte_mempool *mp, const peer &p, const client_params
 			return false;
 		const uint64_t t0 = rte_rdtsc();
 		while (q.tx_burst(&w, 1) == 0)
-			if (rte_rdtsc() > env.deadline)
+			if (past(env.deadline, rte_rdtsc()))
 				return false;
 		q.tx_flush();
 		bool got = false;
@@ -312,7 +321,7 @@ inline bool client_lat(Q &q, rte_mempool *mp, const peer &p, const client_params
 				if (now - t0 > lost_after) {
 					lost++;
 					rte_rcu_qsbr_quiescent(env.qs, env.tid);
-					if (now > env.deadline)
+					if (past(env.deadline, now))
 						return false;
 					goto again;
 				}
@@ -391,14 +400,14 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 			bursts = 0;
 			rte_rcu_qsbr_quiescent(env.qs, env.tid);
 			loop_tick(q, env, now, sent);
-			if (now > env.deadline)
+			if (past(env.deadline, now))
 				break;
 		}
 	}
 	for (unsigned i = 0; i < have; i++)
 		if (!(wrs[i].flags & send_inline))
 			rte_pktmbuf_free(wrs[i].mbuf);
-	while (q.tx_pending() != 0 && rte_rdtsc() < env.deadline)
+	while (q.tx_pending() != 0 && !past(env.deadline, rte_rdtsc()))
 		q.tx_flush();
 	const uint64_t t_end = rte_rdtsc();
 	const double hz = double(rte_get_tsc_hz());

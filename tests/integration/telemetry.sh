@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Copyright(c) 2026 The rdgram authors
 #
-# Live telemetry: rdgram-perf (a bandwidth run bounded by --timeout) and
-# rdgram-ah (a storm held open with --hold) each run with their own
+# Live telemetry: rdgram-perf (a bandwidth run, stopped with SIGINT) and
+# rdgram-ah (a storm held open with --hold, ended by SIGINT) each run with their own
 # --file-prefix; telemetry_check.py reads /rdgram/* over the v2 socket,
 # checks the figures and that they move, and that the socket is 0600 in an
 # owner-only directory. dpdk-telemetry.py (the dpdk package's client) is run
@@ -37,10 +37,11 @@ wait_socket() {
 }
 
 fail=0
-# 1. rdgram-perf: a bandwidth run long enough to be read twice.
+# 1. rdgram-perf: a bandwidth run long enough to be read twice, then
+# stopped with SIGINT (exit 130, and it says so).
 prefix=rdgram-tele-perf$$
 sock=$(socket_of "$prefix")
-"$perf" $eal --file-prefix "$prefix" -- --test bw -n 2000000000 --timeout 8 --status-interval 1 \
+"$perf" $eal --file-prefix "$prefix" -- --test bw -n 2000000000 --timeout 60 --status-interval 1 \
   >"$tmp/perf.out" 2>&1 &
 pids+=($!)
 perf_pid=$!
@@ -58,15 +59,22 @@ if command -v dpdk-telemetry.py >/dev/null; then
 else
   echo "dpdk-telemetry.py not installed: skipped that part"
 fi
+# One status line (every second), then Ctrl-C.
+for _ in $(seq 1 100); do grep -q '\] bw: [0-9]* done' "$tmp/perf.out" && break; sleep 0.1; done
+kill -INT "$perf_pid"
 wait "$perf_pid"
-echo "--- rdgram-perf (the run ends at its timeout: exit 1 expected)"
+st=$?
+echo "--- rdgram-perf (stopped by SIGINT: exit 130 expected)"
 cat "$tmp/perf.out"
+[ "$st" -eq 130 ] || { echo "FAIL: rdgram-perf exit $st after SIGINT, not 130"; fail=1; }
 grep -q '\] bw: [0-9]* done' "$tmp/perf.out" || { echo "FAIL: no status line"; fail=1; }
+grep -q 'rdgram-perf: interrupted' "$tmp/perf.out" || { echo "FAIL: no 'interrupted' line"; fail=1; }
+[ -e "$sock" ] && { echo "FAIL: $sock left behind"; fail=1; }
 
-# 2. rdgram-ah: the registry summary after a storm.
+# 2. rdgram-ah: the registry summary after a storm; SIGINT ends the hold.
 prefix=rdgram-tele-ah$$
 sock=$(socket_of "$prefix")
-"$ahtool" $eal --file-prefix "$prefix" -- storm 3000 --hold 4 >"$tmp/ah.out" 2>&1 &
+"$ahtool" $eal --file-prefix "$prefix" -- storm 3000 --hold 60 >"$tmp/ah.out" 2>&1 &
 pids+=($!)
 ah_pid=$!
 if ! wait_socket "$sock"; then
@@ -76,6 +84,7 @@ fi
 for _ in $(seq 1 100); do grep -q 'registry:' "$tmp/ah.out" && break; sleep 0.1; done
 sleep 0.3 # one summary publication (every 100 ms)
 /usr/bin/python3 "$here/telemetry_check.py" "$sock" ah 3000 || fail=1
+kill -INT "$ah_pid" # ends the hold
 wait "$ah_pid" || { echo "FAIL: rdgram-ah exit $?"; fail=1; }
 cat "$tmp/ah.out"
 [ -e "$sock" ] && { echo "FAIL: $sock left behind"; fail=1; }
