@@ -28,7 +28,7 @@ for mode in reflect forward; do
   cfg=$cfgdir/rdgram-fwd.toml
   [ "$mode" = forward ] && cfg=$cfgdir/rdgram-fwd-forward.toml
   echo "--- $mode"
-  timeout 120 "$fwd" "${eal[@]}" -- -c "$cfg" --idle-exit 1 --stats-json "$tmp/$mode.json" \
+  timeout 120 "$fwd" "${eal[@]}" -- -c "$cfg" --idle-exit 0.5 --stats-json "$tmp/$mode.json" \
     --port "net_pcap0,rx_pcap=$tmp/in.pcap,tx_pcap=$tmp/$mode.pcap" >"$tmp/$mode.log" 2>&1
   rc=$?
   cat "$tmp/$mode.log"
@@ -67,7 +67,7 @@ port = "out"
 [[rule]]
 to = "far"
 TOML
-if timeout 120 "$fwd" "${eal[@]}" -- -c "$tmp/two.toml" --idle-exit 1 --stats-json "$tmp/two.json" >"$tmp/two.log" 2>&1; then
+if timeout 120 "$fwd" "${eal[@]}" -- -c "$tmp/two.toml" --idle-exit 0.5 --stats-json "$tmp/two.json" >"$tmp/two.log" 2>&1; then
   /usr/bin/python3 "$tools/check_capture.py" 120 0x999 0x200 0x1234 "$tmp/two-out.pcap:0" || fail=1
   /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=d["ports"]; assert p[1]["driver"]["tx_pkts"] == 120 and p[0]["driver"]["tx_pkts"] == 0 and d["rules"][0]["hits"] == 120, p' "$tmp/two.json" \
     || { echo "FAIL: two-port counters"; fail=1; }
