@@ -59,6 +59,7 @@
 #include "rdgram/ah_registry.h"
 #include "rdgram/dest_cache.h"
 #include "rdgram/tsan.h"
+#include "tsan_skip.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define STRESS_UNDER_TSAN 1
@@ -944,6 +945,7 @@ TEST(AhStress, CheckerRejectsAnotherDestinationsAv)
  * destroyed. */
 TEST(AhStress, HundredThousandAhStorm)
 {
+	RDGRAM_SKIP_SINGLE_THREADED_UNDER_TSAN();
 	constexpr uint32_t chunk = 4096;
 	ring_port p(1, 131072, 511, 64);
 	ASSERT_TRUE(p.ok);

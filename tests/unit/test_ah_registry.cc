@@ -19,6 +19,7 @@
 
 #include "eal_env.h"
 #include "rdgram/ah_registry.h"
+#include "tsan_skip.h"
 
 using namespace rdgram;
 using namespace rdgram::test;
@@ -407,6 +408,7 @@ void run_model(reg_fixture &f, uint32_t cap, uint32_t universe, uint32_t ops, ui
 
 TEST(AhRegistry, LruMatchesReferenceModelUnderChurn)
 {
+	RDGRAM_SKIP_SINGLE_THREADED_UNDER_TSAN();
 	{
 		/* Small: a 32-bucket index, so probe clusters and back-shifts
 		 * are frequent; 8x more keys than capacity. */
@@ -498,6 +500,7 @@ TEST(AhRegistry, DeviceEnomemEvictsLeastRecentlyReleased)
 
 TEST(AhRegistry, StormOf100kDistinctAhs)
 {
+	RDGRAM_SKIP_SINGLE_THREADED_UNDER_TSAN();
 	constexpr uint32_t n = 100000;
 	reg_fixture f(n, 131072);
 	ASSERT_TRUE(f.p.ok);

@@ -22,6 +22,7 @@
 
 #include "eal_env.h"
 #include "rdgram/dest_cache.h"
+#include "tsan_skip.h"
 
 using namespace rdgram;
 using namespace rdgram::test;
@@ -221,6 +222,7 @@ unsigned check_all(const dest_cache &dc, uint32_t n, const std::vector<uint32_t>
 
 TEST(DestCache, HundredThousandKeys)
 {
+	RDGRAM_SKIP_SINGLE_THREADED_UNDER_TSAN();
 	const uint32_t N = 100000;
 	dest_cache dc;
 	ASSERT_EQ(dc.init(N, SOCKET_ID_ANY, g_rt->qsbr()), 0);

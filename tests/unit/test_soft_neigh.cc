@@ -26,6 +26,7 @@
 #include "rdgram/config.h"
 #include "rdgram/tsan.h"
 #include "soft_neigh.h"
+#include "tsan_skip.h"
 
 using namespace rdgram;
 using namespace rdgram::test;
@@ -1035,6 +1036,7 @@ wire::gid nth_v4(uint32_t i) { return wire::gid::from_v4(rte_cpu_to_be_32(0x0a00
 
 TEST(NeighScale, HundredThousandStatic)
 {
+	RDGRAM_SKIP_SINGLE_THREADED_UNDER_TSAN();
 	const uint32_t N = 100000;
 	soft_pair p(false, 4096, 1024, [&](soft_config &c, int side) {
 		if (side != 0)
