@@ -4,7 +4,9 @@
 #include "rdgram/control.h"
 #include "rdgram/fault.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 
@@ -46,6 +48,7 @@ void control_thread::stop()
 	if (!running_.load())
 		return;
 	stop_.store(true, std::memory_order_release);
+	wake();
 	pthread_join(tid_, nullptr);
 	running_.store(false);
 	rte_ring_free(ring_);
@@ -53,6 +56,15 @@ void control_thread::stop()
 }
 
 bool control_thread::on_control_thread() const { return tls_is_ctl; }
+
+void control_thread::wake()
+{
+	{
+		std::lock_guard<std::mutex> lk(nap_mu_);
+		woken_ = true;
+	}
+	nap_cv_.notify_one();
+}
 
 int control_thread::add_poller(poller_fn fn, void *arg)
 {
@@ -107,6 +119,7 @@ void control_thread::call(const std::function<void()> &f)
 		timespec ts{0, 10000};
 		nanosleep(&ts, nullptr);
 	}
+	wake();
 	/* Application thread: sleeping while the control thread works is fine. */
 	unsigned spins = 0;
 	while (!r.done.load(std::memory_order_acquire)) {
@@ -122,7 +135,7 @@ void *control_thread::main(void *arg)
 	auto *self = static_cast<control_thread *>(arg);
 	tls_is_ctl = true;
 	void *batch[64];
-	long idle_ns = 20000;
+	long idle_ns = min_nap_ns;
 	for (;;) {
 		bool stopping = self->stop_.load(std::memory_order_acquire);
 		unsigned n = rte_ring_sc_dequeue_burst(self->ring_, batch, 64, nullptr);
@@ -138,15 +151,24 @@ void *control_thread::main(void *arg)
 		const bool busy = self->run_pollers(rte_get_tsc_cycles());
 		if (n == 0 && !busy) {
 			/* Idle: the control thread may sleep; poll threads never wait
-			 * for it synchronously. The nap grows from 20 us to 250 us while
-			 * idle (it shares a core with an lcore on small machines) and
-			 * drops back at the first request. */
-			timespec ts{0, idle_ns};
-			nanosleep(&ts, nullptr);
-			if (idle_ns < 250000)
-				idle_ns += idle_ns / 2;
+			 * for it synchronously. The nap grows while idle (the thread
+			 * shares a core with an lcore on small machines: control.h,
+			 * max_nap_ns), call() and stop() end it early, and it drops
+			 * back at the first request. */
+			bool woken;
+			{
+				std::unique_lock<std::mutex> lk(self->nap_mu_);
+				if (!self->woken_)
+					self->nap_cv_.wait_for(lk, std::chrono::nanoseconds(idle_ns));
+				woken = self->woken_;
+				self->woken_ = false;
+			}
+			if (woken)
+				idle_ns = min_nap_ns;
+			else if (idle_ns < max_nap_ns)
+				idle_ns = std::min(max_nap_ns, idle_ns + idle_ns / 2);
 		} else {
-			idle_ns = 20000;
+			idle_ns = min_nap_ns;
 		}
 	}
 	return nullptr;
