@@ -256,12 +256,13 @@ public:
 		if (n == 0)
 			return 0;
 
-		/* Buffers for inline sends, in one bulk get. */
+		/* Buffers for inline sends, in one bulk get of raw mbufs:
+		 * build_masked sets the fields a TX path reads (raw_tx_init). */
 		rte_mbuf *fresh[max_burst];
 		unsigned ninl = 0;
 		for (unsigned i = 0; i < n; i++)
 			ninl += (wrs[i].flags & send_inline) != 0;
-		if (ninl != 0 && rte_pktmbuf_alloc_bulk(mp_, fresh, ninl) != 0) {
+		if (ninl != 0 && rte_mempool_get_bulk(mp_, reinterpret_cast<void **>(fresh), ninl) != 0) {
 			ctr_.tx_no_mbuf++;
 			/* Take the WRs before the first inline one, if any. */
 			unsigned k = 0;
@@ -337,6 +338,24 @@ public:
 	 * number for the sender's GID, 0xFFFF without one. (Setup.) */
 	void report_ahn(const dest_cache *by_gid) { ahn_ = by_gid; }
 
+	/* An mbuf straight from the pool (rte_mempool_get_bulk), made a
+	 * one-segment TX packet of len bytes. refcnt 1, nb_segs 1 and next
+	 * NULL are the pool's invariants (rte_mbuf_raw_alloc); of what
+	 * rte_pktmbuf_reset writes, only the fields a TX path reads are set,
+	 * all in the mbuf's first cache line (reset also writes next and
+	 * tx_offload in the second; with no offload flag no PMD reads them). */
+	static void raw_tx_init(rte_mbuf *m, uint16_t len)
+	{
+		m->data_off = uint16_t(RTE_MIN(uint16_t(RTE_PKTMBUF_HEADROOM), m->buf_len));
+		m->port = RTE_MBUF_PORT_INVALID;
+		m->ol_flags &= RTE_MBUF_F_EXTERNAL;
+		m->packet_type = 0;
+		m->vlan_tci = 0;
+		m->vlan_tci_outer = 0;
+		m->data_len = len;
+		m->pkt_len = len;
+		__rte_mbuf_raw_sanity_check(m);
+	}
 	/* A packet between the TX passes. */
 	struct tx_pending_pkt {
 		rte_mbuf *m;
@@ -554,10 +573,9 @@ __rte_always_inline bool soft_queue::build_masked(const send_wr &wr, tx_state &s
 
 	uint8_t *p;
 	if (inl) {
+		raw_tx_init(m, uint16_t(hdr_len + paylen + tail));
 		p = rte_pktmbuf_mtod(m, uint8_t *);
 		rte_memcpy(p + hdr_len, wr.inline_data, paylen);
-		m->data_len = uint16_t(hdr_len + paylen + tail);
-		m->pkt_len = m->data_len;
 	} else {
 		if (unlikely(m->nb_segs != 1 || rte_pktmbuf_headroom(m) < hdr_len ||
 			     rte_pktmbuf_tailroom(m) < tail)) {
