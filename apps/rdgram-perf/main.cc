@@ -292,6 +292,7 @@ int main(int argc, char **argv)
 	uint32_t size = 0, inline_size = 0, tx_depth = 0, cq_mod = 0;
 	uint64_t iters = 0, warmup = 0;
 	double timeout = 0;
+	uint32_t ctl_nap_us = 0;
 	bool json = false, imm = false;
 	app.add("-c,--config", cfg_path, "TOML config file (see config/); options below override it");
 	app.add("--test", test,
@@ -317,6 +318,10 @@ int main(int argc, char **argv)
 		"seconds after which every loop stops by itself [60]; SIGINT/SIGTERM stop it sooner "
 		"(exit 130, the completed tests are reported)")
 		.range(0.1, 86400.0);
+	app.add("--ctl-nap-us", ctl_nap_us,
+		"the control thread's longest idle nap, microseconds: less when it has a core of its own, "
+		"more when it shares one with a poll thread (each wake-up preempts that thread) [2000]")
+		.range(20u, 1000000u);
 	std::string port_args;
 	app.add("--port", port_args,
 		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
@@ -366,6 +371,8 @@ int main(int argc, char **argv)
 		c.cq_mod = cq_mod;
 	if (app.count("--timeout"))
 		c.timeout_s = timeout;
+	if (app.count("--ctl-nap-us"))
+		c.ctl_max_nap_us = ctl_nap_us;
 	c.json |= json;
 	if (!oob.empty())
 		c.rdma.oob = oob;
@@ -413,6 +420,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	telemetry::register_log_types();
+	rt.ctl().set_max_nap(long(c.ctl_max_nap_us) * 1000); /* range checked by the parsers */
 	{
 		std::string err;
 		if (int rc = telemetry::secure_socket(&err); rc != 0 && rc != ENOENT) {

@@ -52,6 +52,7 @@ void load_perf_config(const std::string &path, perf_config &c)
 		c.tx_depth = uint32_t(t->get_int("tx_depth", c.tx_depth, 1, 65536));
 		c.cq_mod = uint32_t(t->get_int("cq_mod", c.cq_mod, 1, 1024));
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 86400);
+		c.ctl_max_nap_us = uint32_t(t->get_int("ctl_max_nap_us", c.ctl_max_nap_us, 20, 1000000));
 		c.use_imm = t->get_bool("immediate", c.use_imm);
 		t->finish();
 	}

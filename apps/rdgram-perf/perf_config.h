@@ -51,6 +51,8 @@ struct perf_config {
 	uint32_t tx_depth = 128;
 	uint32_t cq_mod = 64;
 	double timeout_s = 60;
+	/* The control thread's idle nap ceiling (control_thread::set_max_nap). */
+	uint32_t ctl_max_nap_us = 2000;
 	bool json = false;
 	bool use_imm = false;
 	std::vector<std::string> eal_args; /* used when none on the command line */

@@ -153,7 +153,7 @@ void *control_thread::main(void *arg)
 			/* Idle: the control thread may sleep; poll threads never wait
 			 * for it synchronously. The nap grows while idle (the thread
 			 * shares a core with an lcore on small machines: control.h,
-			 * max_nap_ns), call() and stop() end it early, and it drops
+			 * set_max_nap), call() and stop() end it early, and it drops
 			 * back at the first request. */
 			bool woken;
 			{
@@ -163,10 +163,11 @@ void *control_thread::main(void *arg)
 				woken = self->woken_;
 				self->woken_ = false;
 			}
+			const long ceiling = self->max_nap_.load(std::memory_order_relaxed);
 			if (woken)
 				idle_ns = min_nap_ns;
-			else if (idle_ns < max_nap_ns)
-				idle_ns = std::min(max_nap_ns, idle_ns + idle_ns / 2);
+			else
+				idle_ns = std::min(ceiling, idle_ns + idle_ns / 2);
 		} else {
 			idle_ns = min_nap_ns;
 		}

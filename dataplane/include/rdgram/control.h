@@ -12,6 +12,7 @@
 #define RDGRAM_CONTROL_H
 
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -45,7 +46,7 @@ public:
 
 	/* Queues r without waiting. (Multi-producer safe; poll-thread safe: no
 	 * syscall, no lock.) Returns false when the ring is full. An idle
-	 * control thread sees it when its nap ends (at most max_nap_ns). */
+	 * control thread sees it when its nap ends (at most max_nap()). */
 	bool post(ctl_request *r)
 	{
 		r->done.store(false, std::memory_order_relaxed);
@@ -72,13 +73,24 @@ public:
 	bool on_control_thread() const;
 
 	/* The idle nap grows from min_nap_ns by half each idle iteration up to
-	 * max_nap_ns; any work sets it back. call() and stop() end a nap at
-	 * once; requests a poll thread posts (no syscall there) and pollers'
+	 * max_nap() (default_max_nap_ns); any work sets it back. call() and
+	 * stop() end a nap at once; requests a poll thread posts (no syscall there) and pollers'
 	 * timers wait for its end. The ceiling is what a spinning poll thread
 	 * sharing the control thread's CPU pays: each wake-up preempts it.
 	 * Measured on the 2-vCPU VM (docs/PERFORMANCE.md): with a 250 us
 	 * ceiling, memif ping-pong p99 RTT/2 was 29 us instead of 1.5 us. */
-	static constexpr long min_nap_ns = 20000, max_nap_ns = 2000000;
+	static constexpr long min_nap_ns = 20000, default_max_nap_ns = 2000000;
+	/* Sets the nap's ceiling: less for a control thread with a core of its
+	 * own (what poll threads post is seen sooner), more on a crowded one.
+	 * min_nap_ns..1 s. (Any thread; taken at the next nap.) 0 or EINVAL. */
+	int set_max_nap(long ns)
+	{
+		if (ns < min_nap_ns || ns > 1000000000L)
+			return EINVAL;
+		max_nap_.store(ns, std::memory_order_relaxed);
+		return 0;
+	}
+	long max_nap() const { return max_nap_.load(std::memory_order_relaxed); }
 	bool running() const { return running_.load(std::memory_order_acquire); }
 
 private:
@@ -99,6 +111,7 @@ private:
 	std::mutex nap_mu_;
 	std::condition_variable nap_cv_;
 	bool woken_ = false; /* guarded by nap_mu_ */
+	std::atomic<long> max_nap_{default_max_nap_ns};
 };
 
 } // namespace rdgram
