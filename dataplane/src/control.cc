@@ -155,19 +155,13 @@ void *control_thread::main(void *arg)
 			 * shares a core with an lcore on small machines: control.h,
 			 * set_max_nap), call() and stop() end it early, and it drops
 			 * back at the first request. */
-			bool woken;
 			{
 				std::unique_lock<std::mutex> lk(self->nap_mu_);
 				if (!self->woken_)
 					self->nap_cv_.wait_for(lk, std::chrono::nanoseconds(idle_ns));
-				woken = self->woken_;
-				self->woken_ = false;
+				self->woken_ = false; /* what woke it is in the ring now */
 			}
-			const long ceiling = self->max_nap_.load(std::memory_order_relaxed);
-			if (woken)
-				idle_ns = min_nap_ns;
-			else
-				idle_ns = std::min(ceiling, idle_ns + idle_ns / 2);
+			idle_ns = std::min(self->max_nap_.load(std::memory_order_relaxed), idle_ns + idle_ns / 2);
 		} else {
 			idle_ns = min_nap_ns;
 		}
