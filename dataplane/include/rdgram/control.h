@@ -74,8 +74,8 @@ public:
 
 	/* The idle nap grows from min_nap_ns by half each idle iteration up to
 	 * max_nap() (default_max_nap_ns); any work sets it back. call() and
-	 * stop() end a nap at once; requests a poll thread posts (no syscall there) and pollers'
-	 * timers wait for its end. The ceiling is what a spinning poll thread
+	 * stop() end a nap at once; requests a poll thread posts (no syscall
+	 * there) and pollers' timers wait for its end. The ceiling is what a spinning poll thread
 	 * sharing the control thread's CPU pays: each wake-up preempts it.
 	 * Measured on the 2-vCPU VM (docs/PERFORMANCE.md): with a 250 us
 	 * ceiling, memif ping-pong p99 RTT/2 was 29 us instead of 1.5 us. */
