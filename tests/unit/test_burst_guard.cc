@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -50,6 +51,10 @@ int memif_port(const char *role)
 	if (rte_eth_dev_get_port_by_name(name.c_str(), &p) == 0)
 		return p;
 	const std::string args = std::string("role=") + role + ",id=7,socket-abstract=no,socket=" + sock_path();
+	/* A file at our path is a dead process's (same PID, reused): memif
+	 * refused to bind over it ("Address already in use" in a CI run). */
+	if (strcmp(role, "server") == 0)
+		unlink(sock_path().c_str());
 	if (rte_eal_hotplug_add("vdev", name.c_str(), args.c_str()) != 0)
 		return -1;
 	if (rte_eth_dev_get_port_by_name(name.c_str(), &p) != 0)
@@ -287,6 +292,7 @@ class exit_before_eal_cleanup : public ::testing::EmptyTestEventListener {
 		       u.test_to_run_count());
 		fflush(stdout);
 		fflush(stderr);
+		unlink(sock_path().c_str()); /* no EAL cleanup removes it */
 		std::_Exit(u.Passed() ? 0 : 1);
 	}
 };
