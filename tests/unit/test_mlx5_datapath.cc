@@ -67,6 +67,8 @@ struct rig {
 		c.qkey = mc.qkey;
 		c.roce = mc.roce;
 		c.max_inline = mc.max_inline;
+		c.max_send_sge = mc.max_send_sge;
+		c.mtu = mc.mtu < c.mtu ? mc.mtu : c.mtu;
 		qc = c;
 		if (q.attach(model.rings(), c, mp, mrs, &ahs) != 0)
 			return;
@@ -955,8 +957,9 @@ TEST(Mlx5Datapath, SendDropsCounted)
 	EXPECT_EQ(r.q.mlx5_stats().doorbells, 0u); /* nothing posted, no doorbell */
 	EXPECT_EQ(r.in_use(), base);
 
-	/* A chained mbuf (one data segment per WQE), and an mbuf from a pool
-	 * the device has no memory region for: dropped, freed. */
+	/* A chained mbuf on a QP created with one SGE (the default), and an
+	 * mbuf from a pool the device has no memory region for: dropped,
+	 * each under its name, freed. */
 	rte_mbuf *m = payload_mbuf(r.mp, 10, 0);
 	ASSERT_EQ(rte_pktmbuf_chain(m, payload_mbuf(r.mp, 10, 0)), 0);
 	rte_mempool *other = rte_pktmbuf_pool_create("mlx5t_unreg", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
@@ -966,7 +969,8 @@ TEST(Mlx5Datapath, SendDropsCounted)
 	y[0].mbuf = m;
 	y[1].mbuf = payload_mbuf(other, 10, 0);
 	EXPECT_EQ(r.q.tx_burst(y, 2), 2);
-	EXPECT_EQ(r.q.counters().tx_bad_mbuf, 2u);
+	EXPECT_EQ(r.q.mlx5_stats().tx_too_many_segs, 1u);
+	EXPECT_EQ(r.q.counters().tx_bad_mbuf, 1u);
 	EXPECT_EQ(r.q.mlx5_stats().doorbells, 0u);
 	EXPECT_EQ(r.in_use(), base);
 	EXPECT_EQ(rte_mempool_in_use_count(other), 0u);
