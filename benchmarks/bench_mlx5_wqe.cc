@@ -28,6 +28,24 @@
  *                       application composing WQEs with mlx5dv.h would;
  *                       no doorbell, no AH lookup.
  *
+ * The same for payloads in mbufs (data segments: 16 + 48 + 16 per
+ * segment, two blocks for one or two segments), bursts of 32 from a
+ * mempool the queue has memory regions for:
+ *
+ *   tx/mlx5_path_1seg   tx_burst of 32 single-segment mbufs of 64 bytes:
+ *                       the lkey lookup and one data segment per WQE; the
+ *                       burst's mbufs are allocated (rte_pktmbuf_alloc_bulk)
+ *                       and freed by the reap of the burst's CQE, both
+ *                       inside the timed loop, as an application's are.
+ *   tx/mbufs_1seg       that allocation and free alone (subtract it).
+ *   tx/rdma_core_helpers_1seg  mlx5dv_set_ctrl_seg, mlx5dv_set_dgram_seg
+ *                       and one mlx5dv_set_data_seg per WQE, for fixed
+ *                       buffers (no mbufs, no lkey lookup, no doorbell).
+ *   tx/..._2seg         the same with chains of two mbufs (a 14-byte
+ *                       header mbuf, then 50 bytes of payload): two data
+ *                       segments per WQE, two lkey lookups, the chain
+ *                       walked out of line (gather_chain, write_chain).
+ *
  * Before timing, each variant's WQE bytes are checked equal to the others'
  * (but for the WQE index); a mismatch aborts the benchmark.
  *
@@ -113,11 +131,12 @@ inline void ring_copy(uint8_t *ring, uint8_t *end, uint8_t *dst, const uint8_t *
 	}
 }
 
-/* The WQE at counter pi, unwrapped, with its index field zeroed. */
-std::vector<uint8_t> read_wqe(const uint8_t *ring, uint32_t pi)
+/* The WQE of len bytes at counter pi, unwrapped, with its index field
+ * zeroed. */
+std::vector<uint8_t> read_wqe(const uint8_t *ring, uint32_t pi, uint32_t len = wqe_len)
 {
-	std::vector<uint8_t> w(wqe_len);
-	for (uint32_t i = 0; i < wqe_len; i++)
+	std::vector<uint8_t> w(len);
+	for (uint32_t i = 0; i < len; i++)
 		w[i] = ring[(size_t(pi) * wqe_bb + i) % (size_t(sq_blocks) * wqe_bb)];
 	w[1] = w[2] = 0; /* opmod_idx_opcode 23:8 */
 	return w;
@@ -145,6 +164,13 @@ struct tx_rig {
 		mc.max_inline = payload_len;
 		if (model.init(mc) != 0 || ahs.init(64, SOCKET_ID_ANY, nullptr) != 0)
 			return;
+		/* The pool's memory chunks, for the data-segment variants. */
+		rte_mempool_mem_iter(
+			g_mp,
+			[](rte_mempool *, void *o, rte_mempool_memhdr *mh, unsigned i) {
+				static_cast<mr_table *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
+			},
+			&mrs);
 		uint32_t slot;
 		if (!ahs.reserve(&slot))
 			return;
@@ -153,6 +179,8 @@ struct tx_rig {
 		queue_config qc;
 		qc.qkey = qkey;
 		qc.max_inline = payload_len;
+		/* What mlx5_device asks for: the WQE stays three blocks. */
+		qc.max_send_sge = 8;
 		qc.signal_every = burst; /* the last WQE of every burst */
 		if (q.attach(model.rings(), qc, g_mp, mrs, &ahs) != 0)
 			return;
@@ -176,11 +204,11 @@ struct tx_rig {
 
 	/* The device's part: one requester CQE for the burst's signalled
 	 * (last) WQE, whose index covers the whole burst. */
-	void complete_burst()
+	void complete_burst(uint32_t last_bbs = wqe_bbs)
 	{
 		const cq_ring &cq = model.rings().scq;
 		auto *c = reinterpret_cast<mlx5_cqe64 *>(cq.buf + size_t(scq_pi & (cq.cqe_cnt - 1)) * 64);
-		c->wqe_counter = htobe16(uint16_t(q.sq_head() - wqe_bbs));
+		c->wqe_counter = htobe16(uint16_t(q.sq_head() - last_bbs));
 		c->sop_drop_qpn = htobe32(local_qpn);
 		c->op_own = uint8_t(MLX5_CQE_REQ << 4 | ((scq_pi & cq.cqe_cnt) != 0 ? 1 : 0));
 		scq_pi++;
@@ -303,6 +331,201 @@ void tx_rdma_core_helpers(benchmark::State &st)
 	}
 	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
 }
+
+/* ---- data segments (payload in mbufs) ----------------------------------- */
+
+constexpr uint32_t hdr_seg_len = 14; /* a header mbuf, e.g. an application header */
+
+/* One segment of a WQE's gather list, as the helpers take it. */
+struct gather {
+	uintptr_t addr;
+	uint32_t len, lkey;
+};
+
+constexpr uint32_t data_wqe_len(unsigned nsegs) { return 16 + 48 + 16 * nsegs; }
+constexpr uint32_t data_wqe_bbs(unsigned nsegs) { return (data_wqe_len(nsegs) + wqe_bb - 1) / wqe_bb; }
+
+/* The WQE rdma-core's helpers compose for a gather list, into the ring at
+ * pi: ctrl, datagram, then one mlx5dv_set_data_seg per segment, each
+ * continuing at the ring's start when it reaches the end (a segment is 16
+ * bytes and never straddles it). */
+inline void compose_data_with_helpers(uint8_t *ring, uint8_t *end, uint32_t pi, const mlx5_av &av,
+				      const gather *g, unsigned nsegs, uint8_t fm_ce_se)
+{
+	uint8_t *ctrl = ring + size_t(pi & (sq_blocks - 1)) * wqe_bb;
+	auto *cs = reinterpret_cast<mlx5_wqe_ctrl_seg *>(ctrl);
+	mlx5dv_set_ctrl_seg(cs, uint16_t(pi), MLX5_OPCODE_SEND, 0, local_qpn, fm_ce_se,
+			    uint8_t(data_wqe_len(nsegs) / 16), 0, 0);
+	cs->dci_stream_channel_id = 0;
+	mlx5_wqe_av a = av.wqe;
+	mlx5dv_set_dgram_seg(reinterpret_cast<mlx5_wqe_datagram_seg *>(ctrl + 16), uint64_t(qkey) << 32,
+			     remote_qpn, 1, a.stat_rate_sl, a.fl_mlid, be16toh(a.rlid), a.rmac, a.tclass,
+			     a.hop_limit, be32toh(a.grh_gid_fl), a.rgid);
+	uint8_t *seg = ctrl + wqe_bb;
+	for (unsigned i = 0; i < nsegs; i++) {
+		if (seg == end)
+			seg = ring;
+		mlx5dv_set_data_seg(reinterpret_cast<mlx5_wqe_data_seg *>(seg), g[i].len, g[i].lkey, g[i].addr);
+		seg += 16;
+	}
+}
+
+/* An application's part of a data-segment send: nsegs mbufs per WR (the
+ * first hdr_seg_len bytes, the second the rest of payload_len), chained. */
+inline bool build_mbufs(send_wr *wrs, unsigned nsegs)
+{
+	rte_mbuf *ms[2 * burst];
+	if (rte_pktmbuf_alloc_bulk(g_mp, ms, burst * nsegs) != 0)
+		return false;
+	for (unsigned i = 0; i < burst; i++) {
+		rte_mbuf *m = ms[i * nsegs];
+		if (nsegs == 1) {
+			m->data_len = uint16_t(payload_len);
+			m->pkt_len = payload_len;
+		} else {
+			rte_mbuf *t = ms[i * nsegs + 1];
+			m->data_len = uint16_t(hdr_seg_len);
+			t->data_len = uint16_t(payload_len - hdr_seg_len);
+			m->next = t;
+			m->nb_segs = 2;
+			m->pkt_len = payload_len;
+		}
+		wrs[i].mbuf = m;
+	}
+	return true;
+}
+
+/* The gather list tx_burst should write for an mbuf chain. */
+std::vector<gather> gather_of(mr_table &mrs, rte_mbuf *m)
+{
+	std::vector<gather> g;
+	for (; m != nullptr; m = m->next) {
+		gather x{rte_pktmbuf_mtod(m, uintptr_t), m->data_len, 0};
+		mrs.lookup(x.addr, x.len, &x.lkey);
+		g.push_back(x);
+	}
+	return g;
+}
+
+void tx_mlx5_path_data(benchmark::State &st, unsigned nsegs)
+{
+	tx_rig r;
+	if (!r.ok) {
+		st.SkipWithError("rig set-up failed");
+		return;
+	}
+	for (auto &w : r.wrs)
+		w.flags = 0;
+	const uint32_t bbs = data_wqe_bbs(nsegs);
+	{
+		const uint32_t pi = r.q.sq_head();
+		if (!build_mbufs(r.wrs, nsegs)) {
+			st.SkipWithError("mempool empty");
+			return;
+		}
+		const std::vector<gather> g = gather_of(r.mrs, r.wrs[0].mbuf);
+		if (r.q.tx_burst(r.wrs, burst) != burst) {
+			st.SkipWithError("first burst not accepted");
+			return;
+		}
+		r.complete_burst(bbs);
+		std::vector<uint8_t> ref(size_t(sq_blocks) * wqe_bb, 0);
+		compose_data_with_helpers(ref.data(), ref.data() + ref.size(), pi, bench_av(), g.data(),
+					  unsigned(g.size()), 0);
+		if (read_wqe(r.model.rings().sq_buf, pi, data_wqe_len(nsegs)) !=
+		    read_wqe(ref.data(), pi, data_wqe_len(nsegs))) {
+			st.SkipWithError("mlx5 path WQE differs from the rdma-core helpers' WQE");
+			return;
+		}
+	}
+	for (auto _ : st) {
+		if (unlikely(!build_mbufs(r.wrs, nsegs))) {
+			st.SkipWithError("mempool empty: completions not reaped");
+			break;
+		}
+		const uint16_t n = r.q.tx_burst(r.wrs, burst);
+		if (unlikely(n != burst)) {
+			st.SkipWithError("SQ full: completions not reaped");
+			break;
+		}
+		r.complete_burst(bbs);
+	}
+	r.q.tx_flush();
+	benchmark::DoNotOptimize(r.model.rings().sq_buf[0]);
+	if (r.q.counters().tx_drops() != 0)
+		st.SkipWithError("drops counted");
+	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
+}
+
+void tx_mlx5_path_1seg(benchmark::State &st) { tx_mlx5_path_data(st, 1); }
+void tx_mlx5_path_2seg(benchmark::State &st) { tx_mlx5_path_data(st, 2); }
+
+/* The mbufs' allocation, chaining and free alone (what tx/mlx5_path_*seg
+ * spends outside the driver). */
+void tx_mbufs(benchmark::State &st, unsigned nsegs)
+{
+	send_wr wrs[burst]{};
+	rte_mbuf *ms[burst];
+	for (auto _ : st) {
+		if (unlikely(!build_mbufs(wrs, nsegs))) {
+			st.SkipWithError("mempool empty");
+			break;
+		}
+		for (unsigned i = 0; i < burst; i++)
+			ms[i] = wrs[i].mbuf;
+		/* complete_to frees one WQE's chain at a time. */
+		for (unsigned i = 0; i < burst; i++)
+			rte_pktmbuf_free(ms[i]);
+	}
+	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
+}
+
+void tx_mbufs_1seg(benchmark::State &st) { tx_mbufs(st, 1); }
+void tx_mbufs_2seg(benchmark::State &st) { tx_mbufs(st, 2); }
+
+void tx_rdma_core_helpers_data(benchmark::State &st, unsigned nsegs)
+{
+	plain_ring ring;
+	if (ring.buf == nullptr) {
+		st.SkipWithError("rte_zmalloc failed");
+		return;
+	}
+	send_wr wrs[burst]{};
+	if (!build_mbufs(wrs, nsegs)) {
+		st.SkipWithError("mempool empty");
+		return;
+	}
+	mr_table mrs;
+	rte_mempool_mem_iter(
+		g_mp,
+		[](rte_mempool *, void *o, rte_mempool_memhdr *mh, unsigned i) {
+			static_cast<mr_table *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
+		},
+		&mrs);
+	gather g[burst][2];
+	for (unsigned i = 0; i < burst; i++) {
+		const std::vector<gather> v = gather_of(mrs, wrs[i].mbuf);
+		for (unsigned j = 0; j < nsegs; j++)
+			g[i][j] = v[j];
+	}
+	const mlx5_av av = bench_av();
+	const uint32_t bbs = data_wqe_bbs(nsegs);
+	uint32_t pi = 0;
+	for (auto _ : st) {
+		for (unsigned i = 0; i < burst; i++) {
+			compose_data_with_helpers(ring.buf, ring.end(), pi, av, g[i], nsegs,
+						  i == burst - 1 ? MLX5_WQE_CTRL_CQ_UPDATE : 0);
+			pi += bbs;
+		}
+		benchmark::ClobberMemory();
+	}
+	for (auto &w : wrs)
+		rte_pktmbuf_free(w.mbuf);
+	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
+}
+
+void tx_rdma_core_helpers_1seg(benchmark::State &st) { tx_rdma_core_helpers_data(st, 1); }
+void tx_rdma_core_helpers_2seg(benchmark::State &st) { tx_rdma_core_helpers_data(st, 2); }
 
 /* ---- receive side ------------------------------------------------------ */
 
@@ -464,6 +687,12 @@ void rx_device_writes(benchmark::State &st)
 BENCHMARK(tx_mlx5_path)->Name("tx/mlx5_path");
 BENCHMARK(tx_memcpy_floor)->Name("tx/memcpy_floor");
 BENCHMARK(tx_rdma_core_helpers)->Name("tx/rdma_core_helpers");
+BENCHMARK(tx_mlx5_path_1seg)->Name("tx/mlx5_path_1seg");
+BENCHMARK(tx_mbufs_1seg)->Name("tx/mbufs_1seg");
+BENCHMARK(tx_rdma_core_helpers_1seg)->Name("tx/rdma_core_helpers_1seg");
+BENCHMARK(tx_mlx5_path_2seg)->Name("tx/mlx5_path_2seg");
+BENCHMARK(tx_mbufs_2seg)->Name("tx/mbufs_2seg");
+BENCHMARK(tx_rdma_core_helpers_2seg)->Name("tx/rdma_core_helpers_2seg");
 BENCHMARK(rx_parse_cqe)->Name("rx/parse_cqe");
 BENCHMARK(rx_rx_burst)->Name("rx/rx_burst");
 BENCHMARK(rx_device_writes)->Name("rx/device_writes");

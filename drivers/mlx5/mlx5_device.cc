@@ -126,6 +126,7 @@ int mlx5_device::open(const mlx5_config &cfg)
 	attr_.link = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? link_layer::ethernet : link_layer::infiniband;
 	attr_.grh_required = attr_.link == link_layer::ethernet || (pa.flags & IBV_QPF_GRH_REQUIRED);
 	attr_.max_ah = uint32_t(da.max_ah);
+	max_sge_ = da.max_sge > 0 ? uint32_t(da.max_sge) : 1;
 	attr_.active_mtu = mtu_bytes(pa.active_mtu);
 	attr_.lid = pa.lid;
 	attr_.numa_node = SOCKET_ID_ANY;
@@ -233,7 +234,17 @@ int mlx5_device::setup_qp()
 	qa.sq_sig_all = 0;
 	qa.cap.max_send_wr = cfg_.sq_wrs;
 	qa.cap.max_recv_wr = cfg_.rq_wrs;
-	qa.cap.max_send_sge = 1;
+	/* rdma-core (mlx5_calc_send_wqe) sizes every WQE of the QP for the
+	 * larger of the full gather list and the inline limit, and refuses
+	 * more SGEs than fit its largest descriptor (EINVAL); the device's
+	 * max_sge, which it reports for RC's smaller overhead, bounds the
+	 * request, and so does what the data path's DS can express. */
+	uint32_t sge = cfg_.max_send_sge != 0 ? cfg_.max_send_sge : 1;
+	if (sge > max_sge_)
+		sge = max_sge_;
+	if (sge > mlx5_queue::max_send_sge_limit)
+		sge = mlx5_queue::max_send_sge_limit;
+	qa.cap.max_send_sge = sge;
 	qa.cap.max_recv_sge = 1;
 	qa.cap.max_inline_data = cfg_.max_inline;
 	ibv_qp_init_attr_ex qx{};
@@ -247,6 +258,11 @@ int mlx5_device::setup_qp()
 	if (qp_ == nullptr)
 		return fail(errno ? errno : ENOMEM, "ibv_create_qp_ex (UD)");
 	max_inline_ = qx.cap.max_inline_data;
+	/* What the QP was created with (rdma-core keeps the request as
+	 * sq.max_gs and refuses a WR with more SGEs). */
+	max_send_sge_ = qx.cap.max_send_sge != 0 ? qx.cap.max_send_sge : sge;
+	if (max_send_sge_ > mlx5_queue::max_send_sge_limit)
+		max_send_sge_ = mlx5_queue::max_send_sge_limit;
 
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_INIT;
@@ -352,6 +368,7 @@ int mlx5_device::init_queue(mlx5_queue &q, int socket)
 	c.roce = attr_.link == link_layer::ethernet;
 	c.mtu = cfg_.mtu != 0 && cfg_.mtu < attr_.active_mtu ? cfg_.mtu : attr_.active_mtu;
 	c.max_inline = max_inline_;
+	c.max_send_sge = max_send_sge_;
 	c.signal_every = cfg_.signal_every;
 	c.signal_last = cfg_.signal_last;
 	c.use_bf = cfg_.use_bf;

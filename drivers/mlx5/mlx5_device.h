@@ -42,6 +42,13 @@ struct mlx5_config {
 	uint32_t sq_wrs = 1024;      /* ibv_qp_cap.max_send_wr */
 	uint32_t rq_wrs = 1024;      /* ibv_qp_cap.max_recv_wr */
 	uint32_t max_inline = 64;    /* ibv_qp_cap.max_inline_data requested */
+	/* ibv_qp_cap.max_send_sge requested (capped by the device's max_sge):
+	 * the most segments of a chained mbuf one WQE carries. 8 data
+	 * segments make a WQE of 16 + 48 + 8 * 16 = 192 bytes, three basic
+	 * blocks: the size the 64-byte inline limit already gives the QP's
+	 * WQEs (16 + 48 + 80 = 144, rounded up to three blocks), so the SQ
+	 * is no larger for it. */
+	uint32_t max_send_sge = 8;
 	uint32_t signal_every = 64;
 	bool signal_last = false;
 	bool use_bf = true;
@@ -107,6 +114,8 @@ private:
 	ibv_cq *scq_ = nullptr, *rcq_ = nullptr;
 	ibv_qp *qp_ = nullptr;
 	uint32_t max_inline_ = 0;
+	uint32_t max_sge_ = 1;      /* the device's max_sge (ibv_query_device) */
+	uint32_t max_send_sge_ = 1; /* the QP's cap.max_send_sge */
 	bool compact_av_ = false;
 	std::string compact_note_;
 	rings rings_{};

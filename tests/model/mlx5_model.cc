@@ -156,7 +156,9 @@ bool mlx5_model::parse_wqe(mlx5_model_wqe &w)
 		violation(at + "fm_ce_se " + hex32(ctrl.fm_ce_se) + " has bits besides CQ_UPDATE/SOLICITED");
 	if (w.opcode == MLX5_OPCODE_SEND && w.imm != 0)
 		violation(at + "immediate set on a SEND without immediate");
-	if (w.ds < 3 || w.ds * 16u > r_.sq_wqe_cnt * wqe_bb) {
+	/* At least the control segment and the datagram segment's first
+	 * 16 bytes (the compact AV); the AV's size is checked below. */
+	if (w.ds < 2 || w.ds * 16u > r_.sq_wqe_cnt * wqe_bb) {
 		violation(at + "ds " + std::to_string(w.ds) + " impossible for a UD send");
 		return false;
 	}
@@ -171,6 +173,10 @@ bool mlx5_model::parse_wqe(mlx5_model_wqe &w)
 	dqp_dct = be32toh(dqp_dct);
 	w.compact = !(dqp_dct & MLX5_EXTENDED_UD_AV);
 	const uint32_t avlen = w.compact ? compact_av_len : 48;
+	if (w.ds * 16u < 16 + avlen) {
+		violation(at + "ds " + std::to_string(w.ds) + " shorter than ctrl + AV");
+		return false;
+	}
 	memcpy(&w.av, w.bytes.data() + 16, avlen);
 	w.dqpn = dqp_dct & 0xffffff;
 	if (dqp_dct & 0x7f000000)
@@ -183,11 +189,16 @@ bool mlx5_model::parse_wqe(mlx5_model_wqe &w)
 	if (w.compact && (be32toh(w.av.grh_gid_fl) >> 30 & 1))
 		violation(at + "compact AV for an AH with a GRH");
 
-	/* Inline or data segment. */
+	/* Inline segment, or a gather list of data segments filling the rest
+	 * of DS (none: a zero-length send, as rdma-core posts for a WR whose
+	 * SGEs are all empty). */
 	const uint8_t *seg = w.bytes.data() + 16 + avlen;
-	uint32_t bc;
-	memcpy(&bc, seg, 4);
-	bc = be32toh(bc);
+	const uint32_t rest = w.ds * 16u - (16 + avlen);
+	uint32_t bc = 0;
+	if (rest != 0) {
+		memcpy(&bc, seg, 4);
+		bc = be32toh(bc);
+	}
 	w.inl = (bc & MLX5_INLINE_SEG) != 0;
 	if (w.inl) {
 		w.len = bc & ~MLX5_INLINE_SEG;
@@ -206,23 +217,48 @@ bool mlx5_model::parse_wqe(mlx5_model_wqe &w)
 				break;
 			}
 	} else {
-		if (w.ds != (16 + avlen + 16) / 16) {
-			violation(at + "ds " + std::to_string(w.ds) + " does not fit one data segment");
+		/* The device gathers the segments' bytes in order into one
+		 * message (PRM "Data Segments"; rdma-core _mlx5_post_send
+		 * writes one mlx5_wqe_data_seg per non-empty SGE, and the
+		 * QP's WQE size bounds them by cap.max_send_sge). */
+		const uint32_t n = rest / 16;
+		if (n > c_.max_send_sge) {
+			violation(at + std::to_string(n) + " data segments, above max_send_sge " +
+				  std::to_string(c_.max_send_sge));
 			return false;
 		}
-		mlx5_wqe_data_seg d;
-		memcpy(&d, seg, 16);
-		w.len = bc;
-		w.lkey = be32toh(d.lkey);
-		w.addr = be64toh(d.addr);
-		if (!mr_ok(w.addr, w.len, w.lkey)) {
-			violation(at + "data segment [addr, +" + std::to_string(w.len) + ") not in lkey " +
-				  hex32(w.lkey));
-			return false;
+		w.len = 0;
+		for (uint32_t i = 0; i < n; i++) {
+			mlx5_wqe_data_seg d;
+			memcpy(&d, seg + 16 * i, 16);
+			mlx5_model_seg g;
+			g.len = be32toh(d.byte_count);
+			g.lkey = be32toh(d.lkey);
+			g.addr = be64toh(d.addr);
+			const std::string si = at + "data segment " + std::to_string(i) + " ";
+			if (g.len & MLX5_INLINE_SEG) {
+				violation(si + "has the inline bit");
+				return false;
+			}
+			if (g.len == 0)
+				violation(si + "of 0 bytes (rdma-core skips empty SGEs)");
+			if (!mr_ok(g.addr, g.len, g.lkey)) {
+				violation(si + "[addr, +" + std::to_string(g.len) + ") not in lkey " + hex32(g.lkey));
+				return false;
+			}
+			const auto *p = reinterpret_cast<const uint8_t *>(uintptr_t(g.addr));
+			w.payload.insert(w.payload.end(), p, p + g.len);
+			w.len += g.len;
+			w.segs.push_back(g);
 		}
-		const auto *p = reinterpret_cast<const uint8_t *>(uintptr_t(w.addr));
-		w.payload.assign(p, p + w.len);
+		if (n != 0) {
+			w.lkey = w.segs[0].lkey;
+			w.addr = w.segs[0].addr;
+		}
 	}
+	if (w.len > c_.mtu)
+		violation(at + "message of " + std::to_string(w.len) + " bytes above the path MTU " +
+			  std::to_string(c_.mtu));
 	return true;
 }
 

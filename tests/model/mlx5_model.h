@@ -16,8 +16,11 @@
  *     and SOLICITED bits in fm_ce_se, signature 0; the datagram segment
  *     (MLX5_EXTENDED_UD_AV set for a 48-byte AV, clear for the compact one;
  *     Q_Key; reserved bytes zero); an inline segment (MLX5_INLINE_SEG, the
- *     length within max_inline, zero padding) or a data segment (an lkey
- *     registered for the whole [addr, addr + len)); every violation is
+ *     length within max_inline, zero padding) or a gather list of data
+ *     segments filling the rest of DS, at most max_send_sge of them, none
+ *     of 0 bytes (rdma-core skips empty SGEs), each with an lkey
+ *     registered for the whole [addr, addr + len); the message is their
+ *     bytes in order, at most the path MTU; every violation is
  *     recorded, with the WQE index;
  *   - delivers each WQE addressed to its own QPN with its Q_Key to the RQ:
  *     takes the next receive WQE below the RQ doorbell record, writes the
@@ -61,9 +64,17 @@ struct mlx5_model_config {
 	uint32_t qpn = 0x000123;
 	uint32_t qkey = 0x11111111;
 	uint32_t max_inline = 188;
+	uint32_t max_send_sge = 1; /* the QP's cap.max_send_sge: data segments per WQE */
+	uint32_t mtu = 4096;      /* path MTU: a longer message is a violation */
 	bool roce = true;
 	wire::gid local_gid{};    /* RoCE: the source address of loopback packets */
 	uint16_t local_lid = 0;   /* IB */
+};
+
+/* One data segment of a WQE's gather list. */
+struct mlx5_model_seg {
+	uint64_t addr = 0;
+	uint32_t len = 0, lkey = 0;
 };
 
 /* One WQE as the model read it. */
@@ -75,10 +86,11 @@ struct mlx5_model_wqe {
 	uint32_t dqpn, qkey;
 	mlx5_wqe_av av;           /* the AV as in the WQE (compact: 16 bytes, rest 0) */
 	bool inl;
-	uint32_t len, lkey;
-	uint64_t addr;
+	uint32_t len, lkey;       /* message length; the first data segment's lkey */
+	uint64_t addr;            /* the first data segment's address */
+	std::vector<mlx5_model_seg> segs; /* the gather list, in WQE order */
 	std::vector<uint8_t> bytes;   /* the WQE, ds * 16 bytes, unwrapped */
-	std::vector<uint8_t> payload;
+	std::vector<uint8_t> payload; /* inline data, or the segments' bytes concatenated */
 };
 
 struct mlx5_doorbell {

@@ -67,6 +67,8 @@ struct rig {
 		c.qkey = mc.qkey;
 		c.roce = mc.roce;
 		c.max_inline = mc.max_inline;
+		c.max_send_sge = mc.max_send_sge;
+		c.mtu = mc.mtu < c.mtu ? mc.mtu : c.mtu;
 		qc = c;
 		if (q.attach(model.rings(), c, mp, mrs, &ahs) != 0)
 			return;
@@ -955,8 +957,9 @@ TEST(Mlx5Datapath, SendDropsCounted)
 	EXPECT_EQ(r.q.mlx5_stats().doorbells, 0u); /* nothing posted, no doorbell */
 	EXPECT_EQ(r.in_use(), base);
 
-	/* A chained mbuf (one data segment per WQE), and an mbuf from a pool
-	 * the device has no memory region for: dropped, freed. */
+	/* A chained mbuf on a QP created with one SGE (the default), and an
+	 * mbuf from a pool the device has no memory region for: dropped,
+	 * each under its name, freed. */
 	rte_mbuf *m = payload_mbuf(r.mp, 10, 0);
 	ASSERT_EQ(rte_pktmbuf_chain(m, payload_mbuf(r.mp, 10, 0)), 0);
 	rte_mempool *other = rte_pktmbuf_pool_create("mlx5t_unreg", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
@@ -966,12 +969,473 @@ TEST(Mlx5Datapath, SendDropsCounted)
 	y[0].mbuf = m;
 	y[1].mbuf = payload_mbuf(other, 10, 0);
 	EXPECT_EQ(r.q.tx_burst(y, 2), 2);
-	EXPECT_EQ(r.q.counters().tx_bad_mbuf, 2u);
+	EXPECT_EQ(r.q.mlx5_stats().tx_too_many_segs, 1u);
+	EXPECT_EQ(r.q.counters().tx_bad_mbuf, 1u);
 	EXPECT_EQ(r.q.mlx5_stats().doorbells, 0u);
 	EXPECT_EQ(r.in_use(), base);
 	EXPECT_EQ(rte_mempool_in_use_count(other), 0u);
 	rte_mempool_free(other);
 	EXPECT_EQ(r.q.counters().tx_pkts, 0u);
+}
+
+namespace {
+
+/* A chain of one mbuf per length (an empty segment for 0), from pools[i %
+ * pools.size()], each byte a function of seed and its offset in the
+ * message. */
+rte_mbuf *chain_of(const std::vector<rte_mempool *> &pools, const std::vector<uint32_t> &lens, uint8_t seed)
+{
+	rte_mbuf *head = nullptr;
+	uint32_t off = 0;
+	for (size_t i = 0; i < lens.size(); i++) {
+		rte_mbuf *m = rte_pktmbuf_alloc(pools[i % pools.size()]);
+		if (m == nullptr) {
+			rte_pktmbuf_free(head);
+			return nullptr;
+		}
+		auto *p = reinterpret_cast<uint8_t *>(rte_pktmbuf_append(m, uint16_t(lens[i])));
+		for (uint32_t j = 0; j < lens[i]; j++, off++)
+			p[j] = uint8_t(seed + off * 13 + (off >> 8));
+		if (head == nullptr)
+			head = m;
+		else if (rte_pktmbuf_chain(head, m) != 0) {
+			rte_pktmbuf_free(head);
+			rte_pktmbuf_free(m);
+			return nullptr;
+		}
+	}
+	return head;
+}
+
+/* The chain's bytes, concatenated: what the peer must receive. */
+std::vector<uint8_t> chain_bytes(const rte_mbuf *m)
+{
+	std::vector<uint8_t> v;
+	for (; m != nullptr; m = m->next) {
+		const auto *p = rte_pktmbuf_mtod(m, const uint8_t *);
+		v.insert(v.end(), p, p + m->data_len);
+	}
+	return v;
+}
+
+/* The WQE rdma-core's helpers build for a WR whose mbuf is a chain, as
+ * _mlx5_post_send builds it for a WR of one SGE per segment: ctrl,
+ * datagram, then one mlx5dv_set_data_seg per non-empty segment (empty
+ * SGEs get none), each with the lkey of the region covering it. */
+std::vector<uint8_t> expected_chain_wqe(uint32_t pi, uint32_t qpn, const send_wr &wr, const mlx5_av &av,
+					uint32_t qkey, uint8_t fm_ce_se, mr_table &mrs)
+{
+	std::vector<mlx5_wqe_data_seg> segs;
+	for (const rte_mbuf *m = wr.mbuf; m != nullptr; m = m->next) {
+		if (m->data_len == 0)
+			continue;
+		const uintptr_t a = rte_pktmbuf_mtod(m, uintptr_t);
+		uint32_t lkey = 0;
+		EXPECT_TRUE(mrs.lookup(a, m->data_len, &lkey));
+		mlx5_wqe_data_seg d{};
+		mlx5dv_set_data_seg(&d, m->data_len, lkey, a);
+		segs.push_back(d);
+	}
+	const uint8_t ds = uint8_t(4 + segs.size());
+	std::vector<uint8_t> w(ds * 16u, 0);
+	mlx5_wqe_ctrl_seg ctrl{};
+	const bool imm = wr.flags & send_imm;
+	mlx5dv_set_ctrl_seg(&ctrl, uint16_t(pi), imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND, 0, qpn,
+			    fm_ce_se, ds, 0, imm ? wr.imm_data : 0);
+	memcpy(w.data(), &ctrl, 16);
+	mlx5_wqe_datagram_seg dg{};
+	mlx5_wqe_av src = av.wqe;
+	mlx5dv_set_dgram_seg(&dg, uint64_t(qkey) << 32, wr.remote_qpn, 1, src.stat_rate_sl, src.fl_mlid,
+			     be16toh(src.rlid), src.rmac, src.tclass, src.hop_limit, be32toh(src.grh_gid_fl),
+			     src.rgid);
+	memcpy(w.data() + 16, &dg, 48);
+	for (size_t i = 0; i < segs.size(); i++)
+		memcpy(w.data() + 64 + 16 * i, &segs[i], 16);
+	return w;
+}
+
+/* Registers a second mempool with the rig's device and queue (the queue
+ * copies its region table at attach, so it is attached again; call before
+ * any traffic). */
+rte_mempool *second_pool(rig &r, const char *name, uint32_t lkey0)
+{
+	rte_mempool *p = rte_pktmbuf_pool_create(name, 255, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+	if (p == nullptr)
+		return nullptr;
+	struct ctx {
+		rig *r;
+		uint32_t k;
+	} c{&r, lkey0};
+	rte_mempool_mem_iter(
+		p,
+		[](rte_mempool *, void *o, rte_mempool_memhdr *mh, unsigned i) {
+			auto *x = static_cast<ctx *>(o);
+			x->r->mrs.add(uintptr_t(mh->addr), mh->len, x->k + i);
+			x->r->model.add_mr(uintptr_t(mh->addr), mh->len, x->k + i);
+		},
+		&c);
+	if (r.q.attach(r.model.rings(), r.qc, r.mp, r.mrs, &r.ahs) != 0) {
+		rte_mempool_free(p);
+		return nullptr;
+	}
+	r.q.post_recvs();
+	return p;
+}
+
+/* Posts WQEs of 2 and 3 blocks (inline 0 and 100 bytes) until the SQ head
+ * is at block target of the 16-block ring, executing and reaping each. */
+void advance_head_to(rig &r, ah_handle h, uint32_t target)
+{
+	static uint8_t pay[100];
+	send_wr s{};
+	s.ah = h;
+	s.remote_qpn = r.model.config().qpn;
+	s.remote_qkey = r.model.config().qkey;
+	s.flags = send_inline;
+	s.inline_data = pay;
+	const uint32_t mask = r.model.config().sq_wqe_cnt - 1;
+	for (uint32_t dist; (dist = (target - r.q.sq_head()) & mask) != 0;) {
+		s.inline_len = dist % 2 ? 100 : 0;
+		ASSERT_EQ(r.q.tx_burst(&s, 1), 1);
+		r.model.doorbell();
+		r.model.process();
+		r.q.tx_flush();
+		std::vector<recv_wc> got;
+		drain_rx(r, got);
+		free_wcs(got);
+	}
+}
+
+} // namespace
+
+/* Chained mbufs of 2, 3 and max_send_sge segments, from two mempools with
+ * their own lkeys, on a 16-block ring: each WQE equals rdma-core's helpers'
+ * (one data segment per segment, DS and blocks following), the model
+ * gathers the segments in order and the peer receives the concatenation,
+ * and each chain is freed whole by its completion. */
+TEST(Mlx5Datapath, ChainedMbufsGatherEndToEnd)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.sq_wqe_cnt = 16;
+	mc.max_inline = 0;
+	mc.max_send_sge = 8; /* 16 + 48 + 8 * 16 = 192: three blocks */
+	queue_config qc;
+	qc.signal_every = 2; /* 2 * 3 blocks < 16 */
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	ASSERT_EQ(r.q.max_wqe_bbs(), 3u);
+	rte_mempool *hdrs = second_pool(r, "mlx5t_hdrs", 0x7b000);
+	ASSERT_NE(hdrs, nullptr);
+	const unsigned base = r.in_use();
+	const mlx5_av av = roce_av(mc.local_gid);
+	const ah_handle h = r.add_ah(av);
+
+	const unsigned nsegs[] = {2, 3, 8};
+	unsigned checked = 0, straddled = 0, two_pools = 0;
+	uint64_t k = 0;
+	for (int round = 0; round < 96; round++) {
+		const unsigned n = 1 + round % 3;
+		send_wr wrs[3]{};
+		std::vector<std::vector<uint8_t>> want_pay(n), want(n);
+		uint32_t pi = r.q.sq_head();
+		for (unsigned i = 0; i < n; i++) {
+			const unsigned ns = nsegs[(round + i) % 3];
+			std::vector<uint32_t> lens(ns);
+			for (unsigned j = 0; j < ns; j++)
+				lens[j] = 1 + uint32_t((round * 31 + i * 17 + j * 7) % 150);
+			/* The header segment from the other pool: its own lkey. */
+			wrs[i].mbuf = chain_of({hdrs, r.mp}, lens, uint8_t(round * 3 + i));
+			ASSERT_NE(wrs[i].mbuf, nullptr);
+			wrs[i].ah = h;
+			wrs[i].remote_qpn = mc.qpn;
+			wrs[i].remote_qkey = mc.qkey;
+			if (round % 4 == 1) {
+				wrs[i].flags = send_imm;
+				wrs[i].imm_data = htobe32(0xc0de0000u + round);
+			}
+			want_pay[i] = chain_bytes(wrs[i].mbuf);
+			const bool sig = ++k % qc.signal_every == 0;
+			want[i] = expected_chain_wqe(pi, mc.qpn, wrs[i], av, mc.qkey,
+						     sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0, r.mrs);
+			const uint32_t bbs = uint32_t(want[i].size() + 63) / 64;
+			straddled += (pi & 15) + bbs > 16;
+			pi += bbs;
+		}
+		ASSERT_EQ(r.q.tx_burst(wrs, uint16_t(n)), n);
+		EXPECT_EQ(r.q.sq_head(), pi);
+		EXPECT_TRUE(r.model.doorbell().matches);
+		r.model.executed.clear();
+		ASSERT_EQ(r.model.process(), n);
+		std::vector<recv_wc> got;
+		drain_rx(r, got);
+		ASSERT_EQ(got.size(), n);
+		for (unsigned i = 0; i < n; i++) {
+			const auto &x = r.model.executed[i];
+			EXPECT_EQ(x.bytes, want[i]) << "round " << round << " wqe " << i << hexdiff(x.bytes, want[i]);
+			EXPECT_EQ(x.segs.size(), (want[i].size() - 64) / 16);
+			if (x.segs.size() > 1 && x.segs[0].lkey != x.segs[1].lkey)
+				two_pools++;
+			EXPECT_EQ(x.payload, want_pay[i]);
+			EXPECT_EQ(got[i].byte_len, grh_len + want_pay[i].size());
+			ASSERT_EQ(got[i].mbuf->data_len, got[i].byte_len);
+			EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(got[i].mbuf, uint8_t *, grh_len),
+					    want_pay[i].data(), want_pay[i].size()))
+				<< "round " << round << " wqe " << i;
+			EXPECT_EQ(bool(got[i].wc_flags & wc_with_imm), bool(wrs[i].flags & send_imm));
+			checked++;
+		}
+		free_wcs(got);
+	}
+	EXPECT_EQ(checked, 192u);
+	EXPECT_GT(straddled, 5u) << "the test should exercise WQEs that wrap";
+	EXPECT_EQ(two_pools, checked);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	EXPECT_EQ(r.q.counters().tx_drops(), 0u);
+	EXPECT_EQ(r.q.counters().tx_pkts, checked);
+	/* Completions free every segment of every chain, once: both pools
+	 * back to what the RQ holds, before detach frees anything. */
+	r.q.tx_flush();
+	r.q.post_recvs(); /* the RQ back to full: base is what it holds */
+	EXPECT_EQ(r.q.sq_outstanding(), 0u);
+	EXPECT_EQ(r.in_use(), base);
+	EXPECT_EQ(rte_mempool_in_use_count(hdrs), 0u);
+	r.q.detach();
+	EXPECT_EQ(r.in_use(), 0u);
+	rte_mempool_free(hdrs);
+}
+
+/* A chain of as many segments as a UD WQE can carry (DS 63: ctrl, AV and
+ * 59 data segments in 16 blocks), delivered intact. */
+TEST(Mlx5Datapath, ChainAtTheDsLimit)
+{
+	constexpr uint32_t n = mlx5_queue::max_send_sge_limit;
+	static_assert(16 + 48 + 16 * n <= 63 * 16 && 16 + 48 + 16 * (n + 1) > 63 * 16);
+	mlx5_model_config mc = roce_cfg();
+	mc.max_inline = 0;
+	mc.max_send_sge = n;
+	queue_config qc;
+	qc.signal_every = 8;
+	qc.signal_last = true; /* the one WQE asks for its CQE */
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	EXPECT_EQ(r.q.max_wqe_bbs(), 16u);
+	const unsigned base = r.in_use();
+	const mlx5_av av = roce_av(mc.local_gid);
+	send_wr w{};
+	w.ah = r.add_ah(av);
+	w.remote_qpn = mc.qpn;
+	w.remote_qkey = mc.qkey;
+	w.mbuf = chain_of({r.mp}, std::vector<uint32_t>(n, 30), 5); /* 1770 bytes */
+	ASSERT_NE(w.mbuf, nullptr);
+	const std::vector<uint8_t> pay = chain_bytes(w.mbuf);
+	const auto want =
+		expected_chain_wqe(r.q.sq_head(), mc.qpn, w, av, mc.qkey, MLX5_WQE_CTRL_CQ_UPDATE, r.mrs);
+	ASSERT_EQ(want.size(), 63u * 16);
+	ASSERT_EQ(r.q.tx_burst(&w, 1), 1);
+	EXPECT_EQ(r.q.sq_head(), 16u);
+	r.model.executed.clear();
+	ASSERT_EQ(r.model.process(), 1u);
+	EXPECT_EQ(r.model.executed[0].bytes, want) << hexdiff(r.model.executed[0].bytes, want);
+	EXPECT_EQ(r.model.executed[0].payload, pay);
+	std::vector<recv_wc> got;
+	drain_rx(r, got);
+	ASSERT_EQ(got.size(), 1u);
+	EXPECT_EQ(got[0].byte_len, grh_len + pay.size());
+	EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(got[0].mbuf, uint8_t *, grh_len), pay.data(), pay.size()));
+	free_wcs(got);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	/* One more segment than the limit: the queue refuses the config. */
+	mlx5_queue q2;
+	queue_config c2 = r.qc;
+	c2.max_send_sge = n + 1;
+	EXPECT_EQ(q2.attach(r.model.rings(), c2, r.mp, r.mrs, &r.ahs), EINVAL);
+	c2.max_send_sge = 0;
+	EXPECT_EQ(q2.attach(r.model.rings(), c2, r.mp, r.mrs, &r.ahs), EINVAL);
+	/* The chain is freed by its completion, not by detach. */
+	r.q.tx_flush();
+	r.q.post_recvs(); /* the RQ back to full: base is what it holds */
+	EXPECT_EQ(r.in_use(), base);
+}
+
+/* A chained WQE whose data segments wrap the SQ ring's end: right after
+ * the first block (the list starts at the ring's start), and between the
+ * fourth and fifth segment. Byte for byte in the ring, and gathered right. */
+TEST(Mlx5Datapath, ChainWqeWrapsRingEnd)
+{
+	for (const uint32_t start : {15u, 14u}) {
+		SCOPED_TRACE(start);
+		mlx5_model_config mc = roce_cfg();
+		mc.sq_wqe_cnt = 16;
+		mc.max_inline = 100;
+		mc.max_send_sge = 8;
+		mc.bf_size = 256;
+		queue_config qc;
+		qc.signal_every = 2;
+		qc.signal_last = true;
+		rig r(mc, qc);
+		ASSERT_TRUE(r.ok);
+		const unsigned base = r.in_use();
+		const mlx5_av av = roce_av(mc.local_gid);
+		const ah_handle h = r.add_ah(av);
+		advance_head_to(r, h, start);
+		ASSERT_EQ(r.q.sq_head() & 15, start);
+		send_wr w{};
+		w.ah = h;
+		w.remote_qpn = mc.qpn;
+		w.remote_qkey = mc.qkey;
+		w.mbuf = chain_of({r.mp}, {14, 20, 100, 1, 7, 64, 33, 250}, 9);
+		ASSERT_NE(w.mbuf, nullptr);
+		const std::vector<uint8_t> pay = chain_bytes(w.mbuf);
+		const uint32_t pi = r.q.sq_head();
+		const auto want = expected_chain_wqe(pi, mc.qpn, w, av, mc.qkey, MLX5_WQE_CTRL_CQ_UPDATE, r.mrs);
+		ASSERT_EQ(want.size(), 192u);
+		ASSERT_EQ(r.q.tx_burst(&w, 1), 1);
+		const uint8_t *ring = r.model.rings().sq_buf;
+		const uint32_t before_end = (16 - start) * 64; /* bytes up to the ring's end */
+		EXPECT_EQ(0, memcmp(ring + start * 64, want.data(), before_end));
+		EXPECT_EQ(0, memcmp(ring, want.data() + before_end, want.size() - before_end));
+		const mlx5_doorbell db = r.model.doorbell();
+		EXPECT_TRUE(db.bf);
+		EXPECT_EQ(db.bbs, 3u);
+		EXPECT_TRUE(db.matches);
+		r.model.executed.clear();
+		ASSERT_EQ(r.model.process(), 1u);
+		EXPECT_EQ(r.model.executed[0].bytes, want) << hexdiff(r.model.executed[0].bytes, want);
+		EXPECT_EQ(r.model.executed[0].payload, pay);
+		std::vector<recv_wc> got;
+		drain_rx(r, got);
+		ASSERT_EQ(got.size(), 1u);
+		EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(got[0].mbuf, uint8_t *, grh_len), pay.data(),
+				    pay.size()));
+		free_wcs(got);
+		r.q.tx_flush();
+		r.q.post_recvs(); /* the RQ back to full: base is what it holds */
+		EXPECT_EQ(r.in_use(), base);
+		EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	}
+}
+
+/* Chains that cannot be sent, each dropped under its own name with every
+ * segment back in its pool: more segments than max_send_sge (empty ones
+ * count, as rdma-core counts num_sge), a segment in memory no region
+ * covers, a message over the MTU. A good chain between them still goes,
+ * and one exactly at the MTU. */
+TEST(Mlx5Datapath, ChainDropsCountedNoLeak)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.max_inline = 0;
+	mc.max_send_sge = 4;
+	mc.mtu = 1024;
+	queue_config qc;
+	qc.mtu = 1024;
+	qc.signal_every = 1;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const unsigned base = r.in_use();
+	rte_mempool *other = rte_pktmbuf_pool_create("mlx5t_unreg2", 63, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE,
+						     SOCKET_ID_ANY);
+	ASSERT_NE(other, nullptr);
+	const ah_handle h = r.add_ah(roce_av(mc.local_gid));
+	send_wr w[6]{};
+	for (auto &x : w) {
+		x.ah = h;
+		x.remote_qpn = mc.qpn;
+		x.remote_qkey = mc.qkey;
+	}
+	w[0].mbuf = chain_of({r.mp}, {10, 10, 10, 10, 10}, 1);       /* 5 > 4 segments */
+	w[1].mbuf = chain_of({r.mp}, {10, 0, 10, 10, 10}, 2);        /* 5, one empty: still 5 */
+	w[2].mbuf = chain_of({r.mp, r.mp, other}, {10, 20, 30}, 3);   /* third unregistered */
+	w[3].mbuf = chain_of({r.mp}, {400, 400, 225}, 4);            /* 1025 > MTU */
+	w[4].mbuf = chain_of({r.mp}, {400, 400, 224}, 5);            /* 1024: at the MTU */
+	w[5].mbuf = chain_of({other, r.mp}, {10, 20}, 6);            /* first unregistered */
+	for (auto &x : w)
+		ASSERT_NE(x.mbuf, nullptr);
+	const std::vector<uint8_t> good = chain_bytes(w[4].mbuf);
+	EXPECT_EQ(r.q.tx_burst(w, 6), 6);
+	EXPECT_EQ(r.q.mlx5_stats().tx_too_many_segs, 2u);
+	EXPECT_EQ(r.q.counters().tx_bad_mbuf, 2u);
+	EXPECT_EQ(r.q.counters().tx_too_long, 1u);
+	EXPECT_EQ(r.q.counters().tx_pkts, 1u);
+	EXPECT_EQ(r.q.counters().tx_bytes, 1024u);
+	EXPECT_EQ(rte_mempool_in_use_count(other), 0u); /* dropped chains freed whole */
+	r.model.executed.clear();
+	ASSERT_EQ(r.model.process(), 1u);
+	EXPECT_EQ(r.model.executed[0].payload, good);
+	std::vector<recv_wc> got;
+	drain_rx(r, got);
+	ASSERT_EQ(got.size(), 1u);
+	EXPECT_EQ(got[0].byte_len, grh_len + 1024);
+	free_wcs(got);
+	r.q.tx_flush();
+	r.q.post_recvs(); /* the RQ back to full: base is what it holds */
+	EXPECT_EQ(r.in_use(), base);
+	/* Only drops in a burst: no WQE, no doorbell. */
+	const uint64_t dbs = r.q.mlx5_stats().doorbells;
+	send_wr y = w[0];
+	y.mbuf = chain_of({r.mp, other}, {10, 10}, 7);
+	ASSERT_NE(y.mbuf, nullptr);
+	EXPECT_EQ(r.q.tx_burst(&y, 1), 1);
+	EXPECT_EQ(r.q.counters().tx_bad_mbuf, 3u);
+	EXPECT_EQ(r.q.mlx5_stats().doorbells, dbs);
+	EXPECT_EQ(r.in_use(), base);
+	EXPECT_EQ(rte_mempool_in_use_count(other), 0u);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	rte_mempool_free(other);
+}
+
+/* Empty segments of a chain get no data segment and no DS unit, as
+ * rdma-core skips SGEs of length 0: [10, 0, 20, 0] is two data segments;
+ * [0, 30] is one (the single-segment WQE); [0, 0] is a zero-length send
+ * of ctrl and AV only (DS 4), delivered as 40 bytes of GRH area. */
+TEST(Mlx5Datapath, ChainZeroLengthSegmentsSkipped)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.max_inline = 0;
+	mc.max_send_sge = 4;
+	queue_config qc;
+	qc.signal_every = 1;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const unsigned base = r.in_use();
+	const mlx5_av av = roce_av(mc.local_gid);
+	const ah_handle h = r.add_ah(av);
+	const std::vector<std::vector<uint32_t>> chains = {{10, 0, 20, 0}, {0, 30}, {0, 0}, {0, 5, 0, 6}};
+	const size_t want_ds[] = {6, 5, 4, 6};
+	send_wr w[4]{};
+	std::vector<std::vector<uint8_t>> want(4), pay(4);
+	uint32_t pi = r.q.sq_head();
+	for (size_t i = 0; i < chains.size(); i++) {
+		w[i].ah = h;
+		w[i].remote_qpn = mc.qpn;
+		w[i].remote_qkey = mc.qkey;
+		w[i].mbuf = chain_of({r.mp}, chains[i], uint8_t(i));
+		ASSERT_NE(w[i].mbuf, nullptr);
+		pay[i] = chain_bytes(w[i].mbuf);
+		want[i] = expected_chain_wqe(pi, mc.qpn, w[i], av, mc.qkey, MLX5_WQE_CTRL_CQ_UPDATE, r.mrs);
+		ASSERT_EQ(want[i].size(), want_ds[i] * 16);
+		pi += uint32_t(want[i].size() + 63) / 64;
+	}
+	ASSERT_EQ(r.q.tx_burst(w, 4), 4);
+	EXPECT_EQ(r.q.sq_head(), pi);
+	r.model.executed.clear();
+	ASSERT_EQ(r.model.process(), 4u);
+	std::vector<recv_wc> got;
+	drain_rx(r, got);
+	ASSERT_EQ(got.size(), 4u);
+	for (size_t i = 0; i < 4; i++) {
+		SCOPED_TRACE(i);
+		EXPECT_EQ(r.model.executed[i].ds, want_ds[i]);
+		EXPECT_EQ(r.model.executed[i].bytes, want[i]) << hexdiff(r.model.executed[i].bytes, want[i]);
+		EXPECT_EQ(r.model.executed[i].payload, pay[i]);
+		EXPECT_EQ(got[i].byte_len, grh_len + pay[i].size());
+	}
+	free_wcs(got);
+	EXPECT_EQ(r.q.counters().tx_drops(), 0u);
+	EXPECT_EQ(r.q.counters().tx_bytes, 71u);
+	r.q.tx_flush();
+	r.q.post_recvs(); /* the RQ back to full: base is what it holds */
+	EXPECT_EQ(r.in_use(), base);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
 }
 
 /* Every inline length from 0 to max_inline, with the extended (RoCE) and
