@@ -391,6 +391,14 @@ public:
 					addr = g.addr;
 					lkey = g.lkey;
 					seg_len = g.seg_len;
+				} else if (unlikely(len == 0)) {
+					/* No data segment, as rdma-core posts an
+					 * SGE of length 0 (_mlx5_post_send skips
+					 * it: the provider never hands the device
+					 * a data segment of byte_count 0): a
+					 * zero-length send, DS 4, as for a chain
+					 * of empty segments. */
+					seg_len = 0;
 				} else {
 					if (unlikely(!mrs_.lookup(addr, len, &lkey))) {
 						ctr_.tx_bad_mbuf++;

@@ -1438,6 +1438,61 @@ TEST(Mlx5Datapath, ChainZeroLengthSegmentsSkipped)
 	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
 }
 
+/* A single-segment mbuf of 0 bytes: no data segment (DS 4), as rdma-core
+ * posts a WR whose only SGE is empty, between two ordinary sends; byte for
+ * byte against the helpers' WQE, delivered as an empty message, nothing
+ * left outstanding. */
+TEST(Mlx5Datapath, ZeroLengthMbufHasNoDataSegment)
+{
+	mlx5_model_config mc = roce_cfg();
+	mc.max_inline = 0;
+	queue_config qc;
+	qc.signal_every = 1;
+	rig r(mc, qc);
+	ASSERT_TRUE(r.ok);
+	const unsigned base = r.in_use();
+	const mlx5_av av = roce_av(mc.local_gid);
+	const ah_handle h = r.add_ah(av);
+	const std::vector<std::vector<uint32_t>> lens = {{24}, {0}, {7}};
+	const size_t want_ds[] = {5, 4, 5};
+	send_wr w[3]{};
+	std::vector<std::vector<uint8_t>> want(3), pay(3);
+	uint32_t pi = r.q.sq_head();
+	for (size_t i = 0; i < lens.size(); i++) {
+		w[i].ah = h;
+		w[i].remote_qpn = mc.qpn;
+		w[i].remote_qkey = mc.qkey;
+		w[i].mbuf = chain_of({r.mp}, lens[i], uint8_t(i + 1));
+		ASSERT_NE(w[i].mbuf, nullptr);
+		ASSERT_EQ(w[i].mbuf->nb_segs, 1);
+		pay[i] = chain_bytes(w[i].mbuf);
+		want[i] = expected_chain_wqe(pi, mc.qpn, w[i], av, mc.qkey, MLX5_WQE_CTRL_CQ_UPDATE, r.mrs);
+		ASSERT_EQ(want[i].size(), want_ds[i] * 16);
+		pi += uint32_t(want[i].size() + 63) / 64;
+	}
+	ASSERT_EQ(r.q.tx_burst(w, 3), 3);
+	EXPECT_EQ(r.q.sq_head(), pi);
+	r.model.executed.clear();
+	ASSERT_EQ(r.model.process(), 3u);
+	std::vector<recv_wc> got;
+	drain_rx(r, got);
+	ASSERT_EQ(got.size(), 3u);
+	for (size_t i = 0; i < 3; i++) {
+		SCOPED_TRACE(i);
+		EXPECT_EQ(r.model.executed[i].ds, want_ds[i]);
+		EXPECT_EQ(r.model.executed[i].bytes, want[i]) << hexdiff(r.model.executed[i].bytes, want[i]);
+		EXPECT_EQ(r.model.executed[i].payload, pay[i]);
+		EXPECT_EQ(got[i].byte_len, grh_len + pay[i].size());
+	}
+	free_wcs(got);
+	EXPECT_EQ(r.q.counters().tx_drops(), 0u);
+	EXPECT_EQ(r.q.counters().tx_bytes, 31u);
+	r.q.tx_flush();
+	r.q.post_recvs();
+	EXPECT_EQ(r.in_use(), base);
+	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+}
+
 /* Every inline length from 0 to max_inline, with the extended (RoCE) and
  * the compact (IB, no GRH) AV: the WQE equals the helpers' byte for byte,
  * DS and the block count follow the 16-byte units and 64-byte blocks
