@@ -126,6 +126,25 @@ mlx5_model_config roce_cfg()
 	return c;
 }
 
+/* The WQE's control and datagram segments as rdma-core's helpers build
+ * them, at w (ds 16-byte units in all; the AV 16 or 48 bytes). */
+void expected_head(uint8_t *w, uint32_t pi, uint32_t qpn, const send_wr &wr, const mlx5_av &av, bool compact,
+		   uint32_t qkey, uint8_t fm_ce_se, uint8_t ds)
+{
+	mlx5_wqe_ctrl_seg ctrl{};
+	const bool imm = wr.flags & send_imm;
+	mlx5dv_set_ctrl_seg(&ctrl, uint16_t(pi), imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND, 0, qpn,
+			    fm_ce_se, ds, 0, imm ? wr.imm_data : 0);
+	memcpy(w, &ctrl, 16);
+
+	mlx5_wqe_datagram_seg dg{};
+	mlx5_wqe_av src = av.wqe;
+	mlx5dv_set_dgram_seg(&dg, uint64_t(qkey) << 32, wr.remote_qpn, compact ? 0 : 1, src.stat_rate_sl,
+			     src.fl_mlid, be16toh(src.rlid), src.rmac, src.tclass, src.hop_limit,
+			     be32toh(src.grh_gid_fl), src.rgid);
+	memcpy(w + 16, &dg, compact ? 16 : 48);
+}
+
 /* The WQE rdma-core's helpers build for one WR. */
 std::vector<uint8_t> expected_wqe(uint32_t pi, uint32_t qpn, const send_wr &wr, const mlx5_av &av,
 				  bool compact, uint32_t qkey, uint8_t fm_ce_se, uint32_t lkey)
@@ -136,19 +155,7 @@ std::vector<uint8_t> expected_wqe(uint32_t pi, uint32_t qpn, const send_wr &wr, 
 	const uint32_t seglen = inl ? (4 + len + 15) / 16 * 16 : 16;
 	const uint8_t ds = uint8_t((16 + avlen + seglen) / 16);
 	std::vector<uint8_t> w(ds * 16u, 0);
-
-	mlx5_wqe_ctrl_seg ctrl{};
-	const bool imm = wr.flags & send_imm;
-	mlx5dv_set_ctrl_seg(&ctrl, uint16_t(pi), imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND, 0, qpn,
-			    fm_ce_se, ds, 0, imm ? wr.imm_data : 0);
-	memcpy(w.data(), &ctrl, 16);
-
-	mlx5_wqe_datagram_seg dg{};
-	mlx5_wqe_av src = av.wqe;
-	mlx5dv_set_dgram_seg(&dg, uint64_t(qkey) << 32, wr.remote_qpn, compact ? 0 : 1, src.stat_rate_sl,
-			     src.fl_mlid, be16toh(src.rlid), src.rmac, src.tclass, src.hop_limit,
-			     be32toh(src.grh_gid_fl), src.rgid);
-	memcpy(w.data() + 16, &dg, avlen);
+	expected_head(w.data(), pi, qpn, wr, av, compact, qkey, fm_ce_se, ds);
 
 	uint8_t *seg = w.data() + 16 + avlen;
 	if (inl) {
@@ -1038,17 +1045,7 @@ std::vector<uint8_t> expected_chain_wqe(uint32_t pi, uint32_t qpn, const send_wr
 	}
 	const uint8_t ds = uint8_t(4 + segs.size());
 	std::vector<uint8_t> w(ds * 16u, 0);
-	mlx5_wqe_ctrl_seg ctrl{};
-	const bool imm = wr.flags & send_imm;
-	mlx5dv_set_ctrl_seg(&ctrl, uint16_t(pi), imm ? MLX5_OPCODE_SEND_IMM : MLX5_OPCODE_SEND, 0, qpn,
-			    fm_ce_se, ds, 0, imm ? wr.imm_data : 0);
-	memcpy(w.data(), &ctrl, 16);
-	mlx5_wqe_datagram_seg dg{};
-	mlx5_wqe_av src = av.wqe;
-	mlx5dv_set_dgram_seg(&dg, uint64_t(qkey) << 32, wr.remote_qpn, 1, src.stat_rate_sl, src.fl_mlid,
-			     be16toh(src.rlid), src.rmac, src.tclass, src.hop_limit, be32toh(src.grh_gid_fl),
-			     src.rgid);
-	memcpy(w.data() + 16, &dg, 48);
+	expected_head(w.data(), pi, qpn, wr, av, false, qkey, fm_ce_se, ds);
 	for (size_t i = 0; i < segs.size(); i++)
 		memcpy(w.data() + 64 + 16 * i, &segs[i], 16);
 	return w;
@@ -1386,12 +1383,21 @@ TEST(Mlx5Datapath, ChainDropsCountedNoLeak)
 /* Empty segments of a chain get no data segment and no DS unit, as
  * rdma-core skips SGEs of length 0: [10, 0, 20, 0] is two data segments;
  * [0, 30] is one (the single-segment WQE); [0, 0] is a zero-length send
- * of ctrl and AV only (DS 4), delivered as 40 bytes of GRH area. */
-TEST(Mlx5Datapath, ChainZeroLengthSegmentsSkipped)
+ * of ctrl and AV only (DS 4), delivered as 40 bytes of GRH area. A
+ * single-segment mbuf of 0 bytes gets no data segment either (DS 4), as
+ * rdma-core posts a WR whose only SGE is empty.
+ *
+ * send_chains_and_check sends one burst of the mbuf chains given by their
+ * segment lengths (on a QP of max_send_sge segments, no inline) and checks
+ * each WQE byte for byte against the helpers', its DS, the payload
+ * delivered, and that nothing is dropped or left outstanding. */
+static void send_chains_and_check(const std::vector<std::vector<uint32_t>> &chains,
+				  const std::vector<size_t> &want_ds,
+				  uint32_t max_send_sge, uint64_t want_bytes)
 {
 	mlx5_model_config mc = roce_cfg();
 	mc.max_inline = 0;
-	mc.max_send_sge = 4;
+	mc.max_send_sge = max_send_sge;
 	queue_config qc;
 	qc.signal_every = 1;
 	rig r(mc, qc);
@@ -1399,30 +1405,31 @@ TEST(Mlx5Datapath, ChainZeroLengthSegmentsSkipped)
 	const unsigned base = r.in_use();
 	const mlx5_av av = roce_av(mc.local_gid);
 	const ah_handle h = r.add_ah(av);
-	const std::vector<std::vector<uint32_t>> chains = {{10, 0, 20, 0}, {0, 30}, {0, 0}, {0, 5, 0, 6}};
-	const size_t want_ds[] = {6, 5, 4, 6};
-	send_wr w[4]{};
-	std::vector<std::vector<uint8_t>> want(4), pay(4);
+	const size_t n = chains.size();
+	ASSERT_LE(n, 32u);
+	send_wr w[32]{};
+	std::vector<std::vector<uint8_t>> want(n), pay(n);
 	uint32_t pi = r.q.sq_head();
-	for (size_t i = 0; i < chains.size(); i++) {
+	for (size_t i = 0; i < n; i++) {
 		w[i].ah = h;
 		w[i].remote_qpn = mc.qpn;
 		w[i].remote_qkey = mc.qkey;
 		w[i].mbuf = chain_of({r.mp}, chains[i], uint8_t(i));
 		ASSERT_NE(w[i].mbuf, nullptr);
+		ASSERT_EQ(w[i].mbuf->nb_segs, chains[i].size());
 		pay[i] = chain_bytes(w[i].mbuf);
 		want[i] = expected_chain_wqe(pi, mc.qpn, w[i], av, mc.qkey, MLX5_WQE_CTRL_CQ_UPDATE, r.mrs);
 		ASSERT_EQ(want[i].size(), want_ds[i] * 16);
 		pi += uint32_t(want[i].size() + 63) / 64;
 	}
-	ASSERT_EQ(r.q.tx_burst(w, 4), 4);
+	ASSERT_EQ(r.q.tx_burst(w, uint16_t(n)), n);
 	EXPECT_EQ(r.q.sq_head(), pi);
 	r.model.executed.clear();
-	ASSERT_EQ(r.model.process(), 4u);
+	ASSERT_EQ(r.model.process(), n);
 	std::vector<recv_wc> got;
 	drain_rx(r, got);
-	ASSERT_EQ(got.size(), 4u);
-	for (size_t i = 0; i < 4; i++) {
+	ASSERT_EQ(got.size(), n);
+	for (size_t i = 0; i < n; i++) {
 		SCOPED_TRACE(i);
 		EXPECT_EQ(r.model.executed[i].ds, want_ds[i]);
 		EXPECT_EQ(r.model.executed[i].bytes, want[i]) << hexdiff(r.model.executed[i].bytes, want[i]);
@@ -1431,66 +1438,21 @@ TEST(Mlx5Datapath, ChainZeroLengthSegmentsSkipped)
 	}
 	free_wcs(got);
 	EXPECT_EQ(r.q.counters().tx_drops(), 0u);
-	EXPECT_EQ(r.q.counters().tx_bytes, 71u);
+	EXPECT_EQ(r.q.counters().tx_bytes, want_bytes);
 	r.q.tx_flush();
 	r.q.post_recvs(); /* the RQ back to full: base is what it holds */
 	EXPECT_EQ(r.in_use(), base);
 	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
 }
 
-/* A single-segment mbuf of 0 bytes: no data segment (DS 4), as rdma-core
- * posts a WR whose only SGE is empty, between two ordinary sends; byte for
- * byte against the helpers' WQE, delivered as an empty message, nothing
- * left outstanding. */
+TEST(Mlx5Datapath, ChainZeroLengthSegmentsSkipped)
+{
+	send_chains_and_check({{10, 0, 20, 0}, {0, 30}, {0, 0}, {0, 5, 0, 6}}, {6, 5, 4, 6}, 4, 71);
+}
+
 TEST(Mlx5Datapath, ZeroLengthMbufHasNoDataSegment)
 {
-	mlx5_model_config mc = roce_cfg();
-	mc.max_inline = 0;
-	queue_config qc;
-	qc.signal_every = 1;
-	rig r(mc, qc);
-	ASSERT_TRUE(r.ok);
-	const unsigned base = r.in_use();
-	const mlx5_av av = roce_av(mc.local_gid);
-	const ah_handle h = r.add_ah(av);
-	const std::vector<std::vector<uint32_t>> lens = {{24}, {0}, {7}};
-	const size_t want_ds[] = {5, 4, 5};
-	send_wr w[3]{};
-	std::vector<std::vector<uint8_t>> want(3), pay(3);
-	uint32_t pi = r.q.sq_head();
-	for (size_t i = 0; i < lens.size(); i++) {
-		w[i].ah = h;
-		w[i].remote_qpn = mc.qpn;
-		w[i].remote_qkey = mc.qkey;
-		w[i].mbuf = chain_of({r.mp}, lens[i], uint8_t(i + 1));
-		ASSERT_NE(w[i].mbuf, nullptr);
-		ASSERT_EQ(w[i].mbuf->nb_segs, 1);
-		pay[i] = chain_bytes(w[i].mbuf);
-		want[i] = expected_chain_wqe(pi, mc.qpn, w[i], av, mc.qkey, MLX5_WQE_CTRL_CQ_UPDATE, r.mrs);
-		ASSERT_EQ(want[i].size(), want_ds[i] * 16);
-		pi += uint32_t(want[i].size() + 63) / 64;
-	}
-	ASSERT_EQ(r.q.tx_burst(w, 3), 3);
-	EXPECT_EQ(r.q.sq_head(), pi);
-	r.model.executed.clear();
-	ASSERT_EQ(r.model.process(), 3u);
-	std::vector<recv_wc> got;
-	drain_rx(r, got);
-	ASSERT_EQ(got.size(), 3u);
-	for (size_t i = 0; i < 3; i++) {
-		SCOPED_TRACE(i);
-		EXPECT_EQ(r.model.executed[i].ds, want_ds[i]);
-		EXPECT_EQ(r.model.executed[i].bytes, want[i]) << hexdiff(r.model.executed[i].bytes, want[i]);
-		EXPECT_EQ(r.model.executed[i].payload, pay[i]);
-		EXPECT_EQ(got[i].byte_len, grh_len + pay[i].size());
-	}
-	free_wcs(got);
-	EXPECT_EQ(r.q.counters().tx_drops(), 0u);
-	EXPECT_EQ(r.q.counters().tx_bytes, 31u);
-	r.q.tx_flush();
-	r.q.post_recvs();
-	EXPECT_EQ(r.in_use(), base);
-	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+	send_chains_and_check({{24}, {0}, {7}}, {5, 4, 5}, 1, 31);
 }
 
 /* Every inline length from 0 to max_inline, with the extended (RoCE) and
