@@ -36,7 +36,7 @@ namespace rdgram {
 #define RDGRAM_TX_DROPS(X)                                                     \
 	X(tx_stale_ah, "AH handle generation no longer live")                  \
 	X(tx_too_long, "payload above the path MTU")                           \
-	X(tx_bad_mbuf, "payload mbuf chained or short of head/tailroom")        \
+	X(tx_bad_mbuf, "payload mbuf not sendable as given: chained where one segment is taken (soft, verbs, efa), short of head/tailroom (soft), outside every registered region") \
 	X(tx_bad_qkey, "controlled Q_Key (high bit) from a non-privileged QP")
 
 struct qp_counters {
