@@ -22,7 +22,13 @@
  * ring's end continues at its start. The first block (ctrl + extended AV,
  * or ctrl + compact AV) is prebuilt once per destination and burst (the
  * WQE head: AH handle, remote QPN, Q_Key) and copied whole; the WQE index,
- * DS, fm_ce_se and imm are stored over it. Per burst one doorbell: the doorbell
+ * DS, fm_ce_se and imm are stored over it. A run of WRs after it that
+ * differ only in payload (plain inline SENDs of one length to the same
+ * head) is written by one loop that checks signalling, room and the ring's
+ * end once for the run and stores little but the WQE index and the payload
+ * (inline_run; with AVX-512BW in whole aligned 64-byte blocks). Each WQE's
+ * stores are preceded by a prefetchw of the next WQE's blocks
+ * (prefetch_next). Per burst one doorbell: the doorbell
  * record, then a BlueFlame copy of the burst's last WQE when it fits the
  * BlueFlame buffer (otherwise its first 8 bytes as the doorbell), with the
  * barriers of mlx5_ring.h. rdma-core uses BlueFlame only for one-WQE posts;
@@ -51,6 +57,7 @@
 #include <rte_mbuf.h>
 #include <rte_memcpy.h>
 #include <rte_mempool.h>
+#include <rte_vect.h>
 
 #include "mlx5_av.h"
 #include "mlx5_ring.h"
@@ -433,6 +440,10 @@ public:
 				sig_left = c_.signal_every;
 			}
 			uint8_t *ctrl = write_head(t, head, pi, flags, wr->imm_data, sig, size / ds_unit);
+			/* The next WQE's blocks, guessing its size is this
+			 * one's (see prefetch_next). */
+			prefetch_next(t.sq + size_t((pi + bbs) & t.mask) * wqe_bb, bbs);
+
 			uint8_t *seg = ctrl + 16 + head.av_len;
 			if (seg == t.sq_end)
 				seg = t.sq;
@@ -460,6 +471,28 @@ public:
 			sq_bbs[pi & t.mask] = uint8_t(bbs);
 			pi += bbs;
 			bytes += len;
+			/* The WRs after it that differ only in payload (same
+			 * head, plain inline SEND of the same length) go
+			 * through inline_run: every check this loop makes for
+			 * them is made once for the run. */
+			if ((flags & send_inline) && wr + 1 != end) {
+				const uint32_t room = pi_limit - pi;
+				const uint32_t to_end = t.mask + 1 - (pi & t.mask);
+				const uint32_t to_sig = (sig_left - 1) * bbs;
+				uint32_t blocks = room < to_end ? room : to_end;
+				blocks = blocks < to_sig ? blocks : to_sig;
+				if (blocks >= bbs) {
+					const run_result rr =
+						inline_run(t, head, wr + 1, end, pi, len, seg_len, bbs, size / ds_unit, blocks);
+					if (rr.n != 0) {
+						wr += rr.n;
+						last = rr.last;
+						pi += rr.n * bbs;
+						sig_left -= rr.n;
+						bytes += uint64_t(rr.n) * len;
+					}
+				}
+			}
 		}
 		const uint16_t taken = uint16_t(wr - wrs);
 		sq_pi_ = pi;
@@ -714,6 +747,212 @@ private:
 		memcpy(ctrl + 8, &hi, 8);
 		return ctrl;
 	}
+
+	/*
+	 * Asks for the bbs blocks from ctrl for writing (prefetchw), one WQE
+	 * ahead of the stores. An SQ larger than L1 (1024 blocks are 64 KiB)
+	 * has each block evicted since its last lap, and the stores of a WQE
+	 * would otherwise wait, in order, for each block's read for
+	 * ownership: with it, tx/mlx5_path costs about 0.6x as much
+	 * (bench_mlx5_wqe, PERFORMANCE.md). A prefetch never faults: blocks
+	 * past the ring's end or not yet free are only fetched, never
+	 * written. __builtin_prefetch, not DPDK 22.11's rte_prefetch0_write:
+	 * that one is __rte_experimental, so in its own section, so GCC does
+	 * not inline it, finds it has no effect and drops the call.
+	 */
+	static __rte_always_inline void prefetch_next(const uint8_t *ctrl, uint32_t bbs)
+	{
+		/* Unconditionally the first three (a branch per WQE costs
+		 * more than a spare prefetch: bench_mlx5_wqe), and the last. */
+		__builtin_prefetch(ctrl, 1, 3);
+		__builtin_prefetch(ctrl + wqe_bb, 1, 3);
+		__builtin_prefetch(ctrl + 2 * wqe_bb, 1, 3);
+		__builtin_prefetch(ctrl + size_t(bbs - 1) * wqe_bb, 1, 3);
+	}
+
+	struct run_result {
+		uint32_t n;    /* WRs written */
+		uint8_t *last; /* the last one's control segment */
+	};
+
+	/* What inline_run's loops need, by value (no local of theirs has its
+	 * address taken, so all of it stays in registers). */
+	struct run_args {
+		send_wr *wr, *end;
+		const uint8_t *key; /* the head's 16-byte key */
+		uint8_t *ctrl;      /* the first WQE's block */
+		uint8_t *limit;     /* how far the ring may be written */
+		uint8_t *bbsp;      /* sq_bbs_ at the first WQE */
+		uint32_t pi, len, seg_len, bbs, seg_off, hdr;
+		bool full;          /* extended AV: the head is a whole block */
+	};
+
+	/*
+	 * Writes the WRs from wr on that need nothing but their payload
+	 * copied: the same 16-byte key as head (so the AH lookup that built
+	 * it holds for them: the head lives for the burst, see tx_burst),
+	 * flags exactly send_inline (no immediate, not solicited) and
+	 * inline_len len, already checked against the inline limit and the
+	 * MTU. They are unsignalled and do not wrap: blocks is how far the
+	 * ring may be written from pi before the next signalled WQE, the
+	 * ring's end or the SQ's room (the caller's checks, made once for
+	 * the run). The bytes are write_head's and write_inline's; the WQE
+	 * index is the only control word that changes. Stops at the first WR
+	 * that differs; returns how many it wrote.
+	 */
+	__rte_always_inline run_result inline_run(const tx_state &t, const wqe_head &h, send_wr *wr,
+						  send_wr *const end, uint32_t pi, uint32_t len,
+						  uint32_t seg_len, uint32_t bbs, uint32_t ds, uint32_t blocks)
+	{
+		/* The head with the control words of a plain, unsignalled
+		 * SEND of this size: DS in qpn_ds; fm_ce_se and imm zero. */
+		alignas(64) uint8_t blk[wqe_bb];
+		memcpy(blk, h.block, wqe_bb);
+		const uint32_t op = htobe32(MLX5_OPCODE_SEND);
+		const uint32_t qpn_ds = t.qpn_be | htobe32(ds);
+		memcpy(blk, &op, 4);
+		memcpy(blk + 4, &qpn_ds, 4);
+		memset(blk + 8, 0, 8);
+		run_args a;
+		a.wr = wr;
+		a.end = end;
+		a.key = h.key;
+		a.ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
+		a.limit = a.ctrl + size_t(blocks) * wqe_bb;
+		a.bbsp = sq_bbs_ + (pi & t.mask);
+		a.pi = pi;
+		a.len = len;
+		a.seg_len = seg_len;
+		a.bbs = bbs;
+		a.seg_off = 16 + h.av_len;
+		a.hdr = htobe32(len | MLX5_INLINE_SEG);
+		a.full = h.av_len == sizeof(mlx5_wqe_av);
+#if defined(__AVX512BW__)
+		if (a.full && len <= 2 * wqe_bb - inline_hdr_len)
+			return run_blocks(a, blk);
+#endif
+		/* One loop per copy size class, so the class is chosen once. */
+		if (len > 128)
+			return run_copy<copy_any>(a, blk);
+		if (len > 64)
+			return run_copy<copy_two<b64>>(a, blk);
+		if (len > 32)
+			return run_copy<copy_two<b32>>(a, blk);
+		if (len > 16)
+			return run_copy<copy_two<b16>>(a, blk);
+		if (len >= 8)
+			return run_copy<copy_two<uint64_t>>(a, blk);
+		return run_copy<copy_any>(a, blk);
+	}
+
+	static __rte_always_inline bool run_match(const send_wr *wr, const uint8_t *key, uint32_t len)
+	{
+		return memcmp(wr, key, 16) == 0 && wr->flags == send_inline && wr->inline_len == len;
+	}
+
+	struct b16 { uint64_t w[2]; };
+	struct b32 { uint64_t w[4]; };
+	struct b64 { uint64_t w[8]; };
+	/* copy_inline's size classes, one per loop. */
+	template <class T> struct copy_two {
+		static __rte_always_inline void copy(uint8_t *dst, const uint8_t *src, uint32_t len)
+		{
+			T x, y;
+			memcpy(&x, src, sizeof(x));
+			memcpy(&y, src + len - sizeof(y), sizeof(y));
+			memcpy(dst, &x, sizeof(x));
+			memcpy(dst + len - sizeof(y), &y, sizeof(y));
+		}
+	};
+	struct copy_any {
+		static __rte_always_inline void copy(uint8_t *dst, const uint8_t *src, uint32_t len)
+		{
+			copy_inline(dst, src, len);
+		}
+	};
+
+	/* inline_run's loop with write_head's and write_inline's stores. */
+	template <class C>
+	static __rte_noinline run_result run_copy(run_args a, const uint8_t *blk_in)
+	{
+		alignas(64) uint8_t blk[wqe_bb];
+		memcpy(blk, blk_in, wqe_bb);
+		const size_t step = size_t(a.bbs) * wqe_bb;
+		send_wr *const first = a.wr;
+		send_wr *wr = a.wr;
+		uint8_t *ctrl = a.ctrl;
+		uint8_t *bbsp = a.bbsp;
+		uint32_t pi = a.pi;
+		for (; wr != a.end && size_t(a.limit - ctrl) >= step && run_match(wr, a.key, a.len); ++wr) {
+			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
+			if (likely(a.full))
+				memcpy(ctrl, blk, wqe_bb);
+			else
+				memcpy(ctrl, blk, 16 + compact_av_len);
+			const uint16_t idx = htobe16(uint16_t(pi));
+			memcpy(ctrl + 1, &idx, 2);
+			prefetch_next(ctrl + step, a.bbs);
+			uint8_t *seg = ctrl + a.seg_off;
+			memset(seg + a.seg_len - 16, 0, 16);
+			memcpy(seg, &a.hdr, 4);
+			C::copy(seg + 4, src, a.len);
+			*bbsp = uint8_t(a.bbs);
+			bbsp += a.bbs;
+			pi += a.bbs;
+			ctrl += step;
+		}
+		return {uint32_t(wr - first), ctrl - step};
+	}
+
+#if defined(__AVX512BW__)
+	/*
+	 * inline_run's loop for the extended AV and payloads of at most 124
+	 * bytes, in whole aligned 64-byte blocks: the head with the WQE index
+	 * put in, then the inline header and payload shifted by the header's
+	 * 4 bytes. The masked loads read nothing past len and leave the
+	 * padding zero; the bytes after the WQE's last 16-byte unit, to the
+	 * end of its last block, are zeroed too (the device reads DS units
+	 * only, and the block is the WQE's own).
+	 */
+	static __rte_noinline run_result run_blocks(run_args a, const uint8_t *blk)
+	{
+		/* hi's 4 bytes then lo's first 60 (valignd by 15 dwords);
+		 * maskz with every lane set, the same instruction as
+		 * _mm512_alignr_epi32, whose _mm512_undefined_epi32 GCC 12
+		 * warns about (-Wmaybe-uninitialized, GCC PR 105593). */
+		auto shift_in = [](__m512i lo, __m512i hi) {
+			return _mm512_maskz_alignr_epi32(__mmask16(0xffff), lo, hi, 15);
+		};
+		const __m512i head = _mm512_load_si512(blk);
+		const __m512i hv = _mm512_maskz_set1_epi32(__mmask16(1u << 15), int(a.hdr));
+		const __mmask64 m0 = a.len >= 64 ? ~__mmask64(0) : (__mmask64(1) << a.len) - 1;
+		const __mmask64 m1 = a.len <= 64 ? 0 : (__mmask64(1) << (a.len - 64)) - 1;
+		const bool two_blocks = a.bbs == 3;
+		const size_t step = size_t(a.bbs) * wqe_bb;
+		send_wr *const first = a.wr;
+		send_wr *wr = a.wr;
+		uint8_t *ctrl = a.ctrl;
+		uint8_t *bbsp = a.bbsp;
+		uint32_t pi = a.pi;
+		for (; wr != a.end && size_t(a.limit - ctrl) >= step && run_match(wr, a.key, a.len); ++wr) {
+			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
+			const uint32_t w0 = htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_SEND);
+			prefetch_next(ctrl + step, a.bbs);
+			_mm512_store_si512(ctrl, _mm512_mask_set1_epi32(head, 1, int(w0)));
+			const __m512i d0 = _mm512_maskz_loadu_epi8(m0, src);
+			_mm512_store_si512(ctrl + wqe_bb, shift_in(d0, hv));
+			if (two_blocks) {
+				const __m512i d1 = _mm512_maskz_loadu_epi8(m1, src + wqe_bb);
+				_mm512_store_si512(ctrl + 2 * wqe_bb, shift_in(d1, d0));
+			}
+			*bbsp = uint8_t(a.bbs);
+			bbsp += a.bbs;
+			pi += a.bbs;
+			ctrl += step;
+		}
+		return {uint32_t(wr - first), ctrl - step};
+	}
+#endif
 
 	/* The inline segment at seg: header, data, zero padding to seg_len
 	 * (mlx5_wqe_inline_seg; rdma-core set_data_inl_seg). */

@@ -1642,6 +1642,212 @@ TEST(Mlx5Datapath, ScatterToCqeCountedAndDropped)
 	EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
 }
 
+/* Runs of WRs that differ only in their payload (the same AH, remote QPN
+ * and Q_Key, plain inline SENDs of one length) are written by tx_burst's
+ * run loop, which makes the per-WR checks once per run. Random bursts of
+ * up to 32 WRs in runs, broken by a change of AH, QPN, Q_Key, length or
+ * flags, by an mbuf, by a drop (stale AH, inline over the limit), by the
+ * signalling rule, by the ring's end and by a full SQ: every WQE equals
+ * the helpers' byte for byte and the model accepts it, for the extended
+ * AV (the whole-block loop for payloads up to 124 bytes, the copy loop
+ * above) and the compact AV (the copy loop). */
+TEST(Mlx5Datapath, InlineRunsMatchHelpers)
+{
+	for (const bool compact : {false, true})
+	for (const uint32_t every : {1u, 3u, 7u, 15u})
+	for (const bool last : {false, true}) {
+		SCOPED_TRACE(std::string(compact ? "compact AV" : "extended AV") + ", signal_every " +
+			     std::to_string(every) + (last ? ", signal_last" : ""));
+		mlx5_model_config mc = compact ? mlx5_model_config{} : roce_cfg();
+		mc.roce = !compact;
+		mc.local_lid = 0x42;
+		mc.sq_wqe_cnt = 64; /* 16 * 4 blocks: the SQ fills within a burst */
+		mc.max_inline = 188;
+		queue_config qc;
+		qc.signal_every = every;
+		qc.signal_last = last;
+		qc.compact_av = compact;
+		rig r(mc, qc);
+		ASSERT_TRUE(r.ok);
+		const unsigned base = r.in_use();
+		mlx5_av avs[2];
+		if (compact) {
+			for (int a = 0; a < 2; a++) {
+				ibv_ah_attr at{};
+				at.port_num = 1;
+				at.dlid = uint16_t(0x42 + a);
+				at.sl = uint8_t(1 + a);
+				ASSERT_EQ(build_ib_av(at, false, &avs[a]), 0);
+			}
+		} else {
+			avs[0] = roce_av(v4gid(10, 0, 0, 2));
+			avs[1] = roce_av(v4gid(10, 0, 0, 3));
+		}
+		const ah_handle hs[2] = {r.add_ah(avs[0]), r.add_ah(avs[1])};
+		/* A stale handle: its slot's generation has moved on. */
+		const ah_handle dead = r.add_ah(avs[0]);
+		ASSERT_EQ(r.ahs.retire(dead), 0);
+		const uint32_t lens[] = {0, 3, 8, 12, 16, 17, 33, 44, 60, 61, 64, 100, 124, 125, 188};
+
+		/* Every payload its own bytes, alive until the WQE is checked. */
+		std::vector<std::unique_ptr<uint8_t[]>> bufs;
+		struct want_wqe {
+			std::vector<uint8_t> bytes, payload;
+		};
+		std::vector<want_wqe> want; /* posted, not yet executed */
+		std::vector<send_wr> backlog; /* WRs a full SQ left with the caller */
+		uint64_t since = 0, sigs = 0, sent = 0, followers = 0, stale = 0, too_long = 0;
+		unsigned fulls = 0, wrapped = 0;
+		uint32_t rng = 12345;
+		auto rnd = [&](uint32_t n) {
+			rng = rng * 1103515245u + 12345u;
+			return (rng >> 8) % n;
+		};
+		auto process = [&]() {
+			r.model.doorbell();
+			r.model.executed.clear();
+			r.model.process();
+			ASSERT_EQ(r.model.executed.size(), want.size());
+			for (size_t i = 0; i < want.size(); i++) {
+				EXPECT_EQ(r.model.executed[i].bytes, want[i].bytes)
+					<< "wqe " << i << hexdiff(r.model.executed[i].bytes, want[i].bytes);
+				EXPECT_EQ(r.model.executed[i].payload, want[i].payload) << "wqe " << i;
+			}
+			want.clear();
+			r.q.tx_flush();
+		};
+		for (int burst = 0; burst < 150; burst++) {
+			std::vector<send_wr> wrs = backlog;
+			backlog.clear();
+			const unsigned n = 1 + rnd(mlx5_queue::max_burst);
+			while (wrs.size() < n) {
+				send_wr w{};
+				const unsigned kind = rnd(16);
+				w.ah = kind == 0 ? dead : hs[rnd(4) == 0];
+				w.remote_qpn = mc.qpn + 1 + (rnd(6) == 0);
+				w.remote_qkey = rnd(5) == 0 ? 0x80000000u : mc.qkey;
+				const uint32_t len = kind == 1 ? mc.max_inline + 1 : lens[rnd(std::size(lens))];
+				if (kind == 2) {
+					w.mbuf = payload_mbuf(r.mp, len + 1, uint8_t(burst));
+					ASSERT_NE(w.mbuf, nullptr);
+				} else {
+					w.flags = send_inline;
+					w.inline_len = len;
+				}
+				if (kind == 3) {
+					w.flags |= send_imm;
+					w.imm_data = htobe32(0xabc00000u + burst);
+				}
+				if (kind == 4)
+					w.flags |= send_solicited;
+				/* Then a run of copies of it, each with its own
+				 * payload. */
+				const unsigned run = 1 + rnd(12);
+				for (unsigned k = 0; k < run && wrs.size() < n; k++) {
+					send_wr c = w;
+					if (c.flags & send_inline) {
+						bufs.emplace_back(new uint8_t[c.inline_len + 1]);
+						uint8_t *pay = bufs.back().get();
+						for (uint32_t j = 0; j < c.inline_len; j++)
+							pay[j] = uint8_t(rnd(256));
+						c.inline_data = c.inline_len != 0 ? pay : nullptr;
+					} else if (k != 0) {
+						c.mbuf = payload_mbuf(r.mp, w.mbuf->data_len, uint8_t(k));
+						ASSERT_NE(c.mbuf, nullptr);
+					}
+					wrs.push_back(c);
+				}
+			}
+			const uint32_t pi0 = r.q.sq_head();
+			const uint16_t taken = r.q.tx_burst(wrs.data(), uint16_t(wrs.size()));
+			/* What the helpers build for the taken WRs, in order. */
+			uint32_t pi = pi0;
+			unsigned posted = 0;
+			const send_wr *prev = nullptr;
+			for (unsigned i = 0; i < taken; i++) {
+				const send_wr &w = wrs[i];
+				if (w.ah.slot == dead.slot && w.ah.gen == dead.gen) {
+					stale++;
+					continue;
+				}
+				if ((w.flags & send_inline) && w.inline_len > mc.max_inline) {
+					too_long++;
+					continue;
+				}
+				const bool is_last = [&] {
+					for (unsigned j = i + 1; j < taken; j++) {
+						const send_wr &x = wrs[j];
+						if (!(x.ah.slot == dead.slot && x.ah.gen == dead.gen) &&
+						    !((x.flags & send_inline) && x.inline_len > mc.max_inline))
+							return false;
+					}
+					return true;
+				}();
+				const bool sig = ++since >= every || (last && is_last);
+				if (sig)
+					since = 0;
+				sigs += sig;
+				const uint8_t f = uint8_t((sig ? MLX5_WQE_CTRL_CQ_UPDATE : 0) |
+							  ((w.flags & send_solicited) ? MLX5_WQE_CTRL_SOLICITED : 0));
+				const int a = w.ah.slot == hs[0].slot ? 0 : 1;
+				want_wqe x;
+				x.bytes = expected_wqe(pi, mc.qpn, w, avs[a], compact, mc.qkey, f,
+						       (w.flags & send_inline) ? 0 : lkey_of(r, w.mbuf));
+				if (w.flags & send_inline) {
+					const auto *p = static_cast<const uint8_t *>(w.inline_data);
+					x.payload.assign(p, p + w.inline_len);
+				} else {
+					const auto *p = rte_pktmbuf_mtod(w.mbuf, const uint8_t *);
+					x.payload.assign(p, p + w.mbuf->data_len);
+				}
+				const uint32_t bbs = uint32_t(x.bytes.size() + 63) / 64;
+				wrapped += (pi & (mc.sq_wqe_cnt - 1)) + bbs >= mc.sq_wqe_cnt;
+				/* One the run loop writes: same head, plain inline,
+				 * same length as the WQE before it. */
+				followers += prev != nullptr && w.flags == send_inline && prev->flags == send_inline &&
+					     memcmp(&w, prev, 16) == 0 && w.inline_len == prev->inline_len;
+				prev = &w;
+				want.push_back(std::move(x));
+				pi += bbs;
+				posted++;
+				sent++;
+			}
+			EXPECT_EQ(r.q.sq_head(), pi) << "burst " << burst;
+			if (taken < wrs.size()) {
+				/* Only when the next WQE does not fit. */
+				const send_wr &w = wrs[taken];
+				const uint32_t avlen = compact ? 16 : 48;
+				const uint32_t seg = (w.flags & send_inline) ? (4 + w.inline_len + 15) / 16 * 16 : 16;
+				const uint32_t need = (16 + avlen + seg + 63) / 64;
+				EXPECT_GT(r.q.sq_outstanding() + need, mc.sq_wqe_cnt) << "burst " << burst;
+				fulls++;
+				backlog.assign(wrs.begin() + taken, wrs.end());
+			}
+			/* Completions some bursts only, so the SQ fills. */
+			if (rnd(3) != 0 || taken < wrs.size())
+				process();
+			if (::testing::Test::HasFailure())
+				return;
+		}
+		process();
+		r.q.tx_flush();
+		for (const send_wr &w : backlog)
+			if (!(w.flags & send_inline))
+				rte_pktmbuf_free(w.mbuf);
+		EXPECT_GT(followers, 500u) << "the run loop should write most WQEs";
+		EXPECT_GT(wrapped, 10u) << "runs should reach the ring's end";
+		EXPECT_GT(fulls, 3u) << "the SQ should fill within a run";
+		EXPECT_EQ(r.q.counters().tx_pkts, sent);
+		EXPECT_EQ(r.q.counters().tx_stale_ah, stale);
+		EXPECT_EQ(r.q.mlx5_stats().tx_inline_too_long, too_long);
+		EXPECT_EQ(r.model.req_cqes, sigs);
+		EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+		r.q.detach();
+		EXPECT_GT(base, 0u);
+		EXPECT_EQ(r.in_use(), 0u); /* every mbuf back in the pool */
+	}
+}
+
 /* build_ib_av follows mlx5_create_ah's rules for an IB port. */
 TEST(Mlx5Av, IbAvAsProviderBuildsIt)
 {
