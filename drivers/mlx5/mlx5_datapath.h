@@ -475,7 +475,7 @@ public:
 			 * head, plain inline SEND of the same length) go
 			 * through inline_run: every check this loop makes for
 			 * them is made once for the run. */
-			if ((flags & send_inline) && wr + 1 != end) {
+			if ((flags & send_inline) && wr + 1 != end && run_match(wr + 1, head.key, len)) {
 				const uint32_t room = pi_limit - pi;
 				const uint32_t to_end = t.mask + 1 - (pi & t.mask);
 				const uint32_t to_sig = (sig_left - 1) * bbs;
@@ -800,7 +800,7 @@ private:
 	 * index is the only control word that changes. Stops at the first WR
 	 * that differs; returns how many it wrote.
 	 */
-	__rte_always_inline run_result inline_run(const tx_state &t, const wqe_head &h, send_wr *wr,
+	__rte_noinline run_result inline_run(const tx_state &t, const wqe_head &h, send_wr *wr,
 						  send_wr *const end, uint32_t pi, uint32_t len,
 						  uint32_t seg_len, uint32_t bbs, uint32_t ds, uint32_t blocks)
 	{
@@ -847,7 +847,7 @@ private:
 
 	static __rte_always_inline bool run_match(const send_wr *wr, const uint8_t *key, uint32_t len)
 	{
-		return memcmp(wr, key, 16) == 0 && wr->flags == send_inline && wr->inline_len == len;
+		return wr->inline_len == len && wr->flags == send_inline && memcmp(wr, key, 16) == 0;
 	}
 
 	struct b16 { uint64_t w[2]; };
