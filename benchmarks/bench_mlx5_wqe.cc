@@ -22,6 +22,12 @@
  *   tx/memcpy_floor     memcpy of the same 144 precomputed WQE bytes into
  *                       the same ring positions (split at the ring's end):
  *                       the least any path can do.
+ *   tx/mlx5_path_2dest  the same with bursts that are not one run (every
+ *   tx/mlx5_path_2len   WR's destination, or length, differs from the one
+ *                       before it): each WR takes the per-WR checks.
+ *   tx/memcpy_prefetchw  the floor with the path's prefetchw of the next
+ *                       WQE's blocks before each copy: a control, showing
+ *                       whether the floor itself gains from it.
  *   tx/rdma_core_helpers  mlx5dv_set_ctrl_seg + mlx5dv_set_dgram_seg from
  *                       the AV's fields, the inline header, payload memcpy
  *                       and zero padding (split at the ring's end), as an
@@ -269,12 +275,55 @@ void tx_mlx5_path(benchmark::State &st)
 		r.complete_burst();
 	}
 	benchmark::DoNotOptimize(r.model.rings().sq_buf[0]);
-	if (r.q.counters().tx_drops() != 0)
+	if (r.q.counters().tx_drops() != 0 || r.q.mlx5_stats().tx_inline_too_long != 0 ||
+	    r.q.mlx5_stats().tx_too_many_segs != 0)
 		st.SkipWithError("drops counted");
 	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
 	st.counters["bf_copies_per_burst"] =
 		double(r.q.mlx5_stats().bf_copies) / double(r.q.mlx5_stats().doorbells);
 }
+
+/* tx/mlx5_path with bursts that are not one run: every WR to a destination
+ * (or of a length) other than the one before it, so each goes through
+ * tx_burst's per-WR checks. _2dest alternates two AHs (the same AV under
+ * two handles: the head is rebuilt for every WR), _2len alternates 64 and
+ * 62 bytes (both 144-byte WQEs, the head reused). */
+void tx_mlx5_path_mixed(benchmark::State &st, bool two_dest)
+{
+	tx_rig r;
+	if (!r.ok) {
+		st.SkipWithError("rig set-up failed");
+		return;
+	}
+	uint32_t slot;
+	if (!r.ahs.reserve(&slot)) {
+		st.SkipWithError("no second AH");
+		return;
+	}
+	r.ahs.av_at(slot) = bench_av();
+	const ah_handle h2 = r.ahs.publish(slot);
+	for (unsigned i = 1; i < burst; i += 2) {
+		if (two_dest)
+			r.wrs[i].ah = h2;
+		else
+			r.wrs[i].inline_len = payload_len - 2;
+	}
+	for (auto _ : st) {
+		const uint16_t n = r.q.tx_burst(r.wrs, burst);
+		if (unlikely(n != burst)) {
+			st.SkipWithError("SQ full: completions not reaped");
+			break;
+		}
+		r.complete_burst();
+	}
+	benchmark::DoNotOptimize(r.model.rings().sq_buf[0]);
+	if (r.q.counters().tx_drops() != 0 || r.q.mlx5_stats().tx_inline_too_long != 0 ||
+	    r.q.mlx5_stats().tx_too_many_segs != 0)
+		st.SkipWithError("drops counted");
+	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
+}
+void tx_mlx5_path_2dest(benchmark::State &st) { tx_mlx5_path_mixed(st, true); }
+void tx_mlx5_path_2len(benchmark::State &st) { tx_mlx5_path_mixed(st, false); }
 
 /* A ring of sq_blocks blocks (64-byte aligned, zeroed, no hugepages). */
 struct plain_ring {
@@ -300,6 +349,38 @@ void tx_memcpy_floor(benchmark::State &st)
 	uint32_t pi = 0;
 	for (auto _ : st) {
 		for (unsigned i = 0; i < burst; i++) {
+			ring_copy(ring.buf, ring.end(), ring.buf + size_t(pi & (sq_blocks - 1)) * wqe_bb, wqe,
+				  wqe_len);
+			pi += wqe_bbs;
+		}
+		benchmark::ClobberMemory();
+	}
+	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
+}
+
+/* The floor with the mlx5 path's prefetch (prefetchw of the next WQE's
+ * three blocks before each copy): what the copy alone costs once the
+ * stores do not wait for their blocks' reads for ownership. */
+void tx_memcpy_prefetchw(benchmark::State &st)
+{
+	plain_ring ring;
+	if (ring.buf == nullptr) {
+		st.SkipWithError("rte_zmalloc failed");
+		return;
+	}
+	uint8_t payload[payload_len];
+	for (uint32_t i = 0; i < payload_len; i++)
+		payload[i] = uint8_t(i * 13);
+	compose_with_helpers(ring.buf, ring.end(), 0, bench_av(), payload, 0);
+	alignas(64) uint8_t wqe[wqe_len];
+	memcpy(wqe, ring.buf, wqe_len);
+	uint32_t pi = 0;
+	for (auto _ : st) {
+		for (unsigned i = 0; i < burst; i++) {
+			const uint8_t *next = ring.buf + size_t((pi + wqe_bbs) & (sq_blocks - 1)) * wqe_bb;
+			__builtin_prefetch(next, 1, 3);
+			__builtin_prefetch(next + wqe_bb, 1, 3);
+			__builtin_prefetch(next + 2 * wqe_bb, 1, 3);
 			ring_copy(ring.buf, ring.end(), ring.buf + size_t(pi & (sq_blocks - 1)) * wqe_bb, wqe,
 				  wqe_len);
 			pi += wqe_bbs;
@@ -452,7 +533,8 @@ void tx_mlx5_path_data(benchmark::State &st, unsigned nsegs)
 	}
 	r.q.tx_flush();
 	benchmark::DoNotOptimize(r.model.rings().sq_buf[0]);
-	if (r.q.counters().tx_drops() != 0)
+	if (r.q.counters().tx_drops() != 0 || r.q.mlx5_stats().tx_inline_too_long != 0 ||
+	    r.q.mlx5_stats().tx_too_many_segs != 0)
 		st.SkipWithError("drops counted");
 	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
 }
@@ -685,7 +767,10 @@ void rx_device_writes(benchmark::State &st)
 } // namespace
 
 BENCHMARK(tx_mlx5_path)->Name("tx/mlx5_path");
+BENCHMARK(tx_mlx5_path_2dest)->Name("tx/mlx5_path_2dest");
+BENCHMARK(tx_mlx5_path_2len)->Name("tx/mlx5_path_2len");
 BENCHMARK(tx_memcpy_floor)->Name("tx/memcpy_floor");
+BENCHMARK(tx_memcpy_prefetchw)->Name("tx/memcpy_prefetchw");
 BENCHMARK(tx_rdma_core_helpers)->Name("tx/rdma_core_helpers");
 BENCHMARK(tx_mlx5_path_1seg)->Name("tx/mlx5_path_1seg");
 BENCHMARK(tx_mbufs_1seg)->Name("tx/mbufs_1seg");
