@@ -348,9 +348,47 @@ public:
 		head.key_wr = {ah_null, 0, 0}; /* no WR that passed lookup has it */
 		uint8_t *last = nullptr;
 		uint32_t last_bbs = 0;
+		/* The inline length of the last WQE written, if it was an
+		 * inline SEND to the current head (checked against the inline
+		 * limit and the MTU then); no_run, which no 32-bit length
+		 * equals, if not. */
+		constexpr uint64_t no_run = ~uint64_t(0);
+		uint64_t run_len = no_run;
 		send_wr *wr = wrs;
 		send_wr *const end = wrs + n;
 		for (; wr != end; ++wr) {
+			/* A WR that differs from the last WQE's only in its
+			 * payload (same head, plain inline SEND of the same
+			 * length) starts a run, which inline_run writes with
+			 * the checks below made once for all of it; the AH
+			 * lookup that built the head holds for it (the head
+			 * lives for the burst). Only when the run's WQEs fit
+			 * before the next signalled one, the ring's end and
+			 * the SQ's limit; the WR otherwise goes on below. */
+			const bool same_head = memcmp(wr, head.key, sizeof(head.key)) == 0;
+			if (same_head && uint64_t(wr->inline_len) == run_len && wr->flags == send_inline) {
+				const uint32_t len = uint32_t(run_len);
+				const uint32_t seg_len = align16(inline_hdr_len + len);
+				const uint32_t size = 16 + head.av_len + seg_len;
+				const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
+				const uint32_t room = pi_limit - pi;
+				const uint32_t to_end = t.mask + 1 - (pi & t.mask);
+				const uint32_t to_sig = (sig_left - 1) * bbs;
+				uint32_t blocks = room < to_end ? room : to_end;
+				blocks = blocks < to_sig ? blocks : to_sig;
+				if (blocks >= bbs) {
+					const run_result rr =
+						inline_run(t, head, wr, end, pi, len, seg_len, bbs, size / ds_unit, blocks);
+					/* rr.n >= 1: wr itself fits and matches. */
+					wr += rr.n - 1;
+					last = rr.last;
+					last_bbs = bbs;
+					pi += rr.n * bbs;
+					sig_left -= rr.n;
+					bytes += uint64_t(rr.n) * len;
+					continue;
+				}
+			}
 			const mlx5_av *av = ahs.lookup(wr->ah);
 			if (unlikely(av == nullptr)) {
 				ctr_.tx_stale_ah++;
@@ -426,7 +464,7 @@ public:
 			 * WR's first 16 bytes as given: the handle (slot and
 			 * generation, just checked live), the remote QPN and
 			 * the Q_Key, from which the head's fields follow. */
-			if (unlikely(memcmp(wr, head.key, sizeof(head.key)) != 0))
+			if (unlikely(!same_head))
 				build_head(head, t, *wr, *av, c_.compact_av && !av->global);
 			const uint32_t size = 16 + head.av_len + seg_len;
 			const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
@@ -471,28 +509,7 @@ public:
 			sq_bbs[pi & t.mask] = uint8_t(bbs);
 			pi += bbs;
 			bytes += len;
-			/* The WRs after it that differ only in payload (same
-			 * head, plain inline SEND of the same length) go
-			 * through inline_run: every check this loop makes for
-			 * them is made once for the run. */
-			if ((flags & send_inline) && wr + 1 != end && run_match(wr + 1, head.key, len)) {
-				const uint32_t room = pi_limit - pi;
-				const uint32_t to_end = t.mask + 1 - (pi & t.mask);
-				const uint32_t to_sig = (sig_left - 1) * bbs;
-				uint32_t blocks = room < to_end ? room : to_end;
-				blocks = blocks < to_sig ? blocks : to_sig;
-				if (blocks >= bbs) {
-					const run_result rr =
-						inline_run(t, head, wr + 1, end, pi, len, seg_len, bbs, size / ds_unit, blocks);
-					if (rr.n != 0) {
-						wr += rr.n;
-						last = rr.last;
-						pi += rr.n * bbs;
-						sig_left -= rr.n;
-						bytes += uint64_t(rr.n) * len;
-					}
-				}
-			}
+			run_len = (flags & send_inline) ? len : no_run;
 		}
 		const uint16_t taken = uint16_t(wr - wrs);
 		sq_pi_ = pi;
