@@ -332,36 +332,12 @@ struct plain_ring {
 	~plain_ring() { rte_free(buf); }
 };
 
-void tx_memcpy_floor(benchmark::State &st)
-{
-	plain_ring ring;
-	if (ring.buf == nullptr) {
-		st.SkipWithError("rte_zmalloc failed");
-		return;
-	}
-	uint8_t payload[payload_len];
-	for (uint32_t i = 0; i < payload_len; i++)
-		payload[i] = uint8_t(i * 13);
-	/* The precomputed WQE: what the helpers build at index 0. */
-	compose_with_helpers(ring.buf, ring.end(), 0, bench_av(), payload, 0);
-	alignas(64) uint8_t wqe[wqe_len];
-	memcpy(wqe, ring.buf, wqe_len);
-	uint32_t pi = 0;
-	for (auto _ : st) {
-		for (unsigned i = 0; i < burst; i++) {
-			ring_copy(ring.buf, ring.end(), ring.buf + size_t(pi & (sq_blocks - 1)) * wqe_bb, wqe,
-				  wqe_len);
-			pi += wqe_bbs;
-		}
-		benchmark::ClobberMemory();
-	}
-	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
-}
-
-/* The floor with the mlx5 path's prefetch (prefetchw of the next WQE's
- * three blocks before each copy): what the copy alone costs once the
- * stores do not wait for their blocks' reads for ownership. */
-void tx_memcpy_prefetchw(benchmark::State &st)
+/* The floor: memcpy of the precomputed WQE (what the helpers build at
+ * index 0). With prefetch, the mlx5 path's prefetchw of the next WQE's
+ * three blocks before each copy (tx/memcpy_prefetchw): what the copy alone
+ * costs once its stores do not wait for their blocks' reads for ownership.
+ * A template, so that the plain floor has no branch in its loop. */
+template <bool prefetch> void tx_memcpy(benchmark::State &st)
 {
 	plain_ring ring;
 	if (ring.buf == nullptr) {
@@ -377,10 +353,12 @@ void tx_memcpy_prefetchw(benchmark::State &st)
 	uint32_t pi = 0;
 	for (auto _ : st) {
 		for (unsigned i = 0; i < burst; i++) {
-			const uint8_t *next = ring.buf + size_t((pi + wqe_bbs) & (sq_blocks - 1)) * wqe_bb;
-			__builtin_prefetch(next, 1, 3);
-			__builtin_prefetch(next + wqe_bb, 1, 3);
-			__builtin_prefetch(next + 2 * wqe_bb, 1, 3);
+			if constexpr (prefetch) {
+				const uint8_t *next = ring.buf + size_t((pi + wqe_bbs) & (sq_blocks - 1)) * wqe_bb;
+				__builtin_prefetch(next, 1, 3);
+				__builtin_prefetch(next + wqe_bb, 1, 3);
+				__builtin_prefetch(next + 2 * wqe_bb, 1, 3);
+			}
 			ring_copy(ring.buf, ring.end(), ring.buf + size_t(pi & (sq_blocks - 1)) * wqe_bb, wqe,
 				  wqe_len);
 			pi += wqe_bbs;
@@ -389,6 +367,8 @@ void tx_memcpy_prefetchw(benchmark::State &st)
 	}
 	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
 }
+void tx_memcpy_floor(benchmark::State &st) { tx_memcpy<false>(st); }
+void tx_memcpy_prefetchw(benchmark::State &st) { tx_memcpy<true>(st); }
 
 void tx_rdma_core_helpers(benchmark::State &st)
 {
