@@ -846,20 +846,20 @@ private:
 		a.full = h.av_len == sizeof(mlx5_wqe_av);
 #if defined(__AVX512BW__)
 		if (a.full && len <= 2 * wqe_bb - inline_hdr_len)
-			return run_blocks(a, blk);
+			return run_loop<block_writer>(a, blk);
 #endif
 		/* One loop per copy size class, so the class is chosen once. */
 		if (len > 128)
-			return run_copy<copy_any>(a, blk);
+			return run_loop<copy_writer<copy_any>>(a, blk);
 		if (len > 64)
-			return run_copy<copy_two<b64>>(a, blk);
+			return run_loop<copy_writer<copy_two<b64>>>(a, blk);
 		if (len > 32)
-			return run_copy<copy_two<b32>>(a, blk);
+			return run_loop<copy_writer<copy_two<b32>>>(a, blk);
 		if (len > 16)
-			return run_copy<copy_two<b16>>(a, blk);
+			return run_loop<copy_writer<copy_two<b16>>>(a, blk);
 		if (len >= 8)
-			return run_copy<copy_two<uint64_t>>(a, blk);
-		return run_copy<copy_any>(a, blk);
+			return run_loop<copy_writer<copy_two<uint64_t>>>(a, blk);
+		return run_loop<copy_writer<copy_any>>(a, blk);
 	}
 
 	static __rte_always_inline bool run_match(const send_wr *wr, const uint8_t *key, uint32_t len)
@@ -888,12 +888,11 @@ private:
 		}
 	};
 
-	/* inline_run's loop with write_head's and write_inline's stores. */
-	template <class C>
-	static __rte_noinline run_result run_copy(run_args a, const uint8_t *blk_in)
+	/* inline_run's loop; W writes one WQE (built once per run from the
+	 * arguments and the head block). */
+	template <class W> static __rte_noinline run_result run_loop(run_args a, const uint8_t *blk)
 	{
-		alignas(64) uint8_t blk[wqe_bb];
-		memcpy(blk, blk_in, wqe_bb);
+		const W w(a, blk);
 		const size_t step = size_t(a.bbs) * wqe_bb;
 		send_wr *const first = a.wr;
 		send_wr *wr = a.wr;
@@ -901,18 +900,8 @@ private:
 		uint8_t *bbsp = a.bbsp;
 		uint32_t pi = a.pi;
 		for (; wr != a.end && size_t(a.limit - ctrl) >= step && run_match(wr, a.key, a.len); ++wr) {
-			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
-			if (likely(a.full))
-				memcpy(ctrl, blk, wqe_bb);
-			else
-				memcpy(ctrl, blk, 16 + compact_av_len);
-			const uint16_t idx = htobe16(uint16_t(pi));
-			memcpy(ctrl + 1, &idx, 2);
 			prefetch_next(ctrl + step, a.bbs);
-			uint8_t *seg = ctrl + a.seg_off;
-			memset(seg + a.seg_len - 16, 0, 16);
-			memcpy(seg, &a.hdr, 4);
-			C::copy(seg + 4, src, a.len);
+			w.write(ctrl, static_cast<const uint8_t *>(wr->inline_data), pi);
 			*bbsp = uint8_t(a.bbs);
 			bbsp += a.bbs;
 			pi += a.bbs;
@@ -921,40 +910,63 @@ private:
 		return {uint32_t(wr - first), ctrl - step};
 	}
 
+	/* write_head's and write_inline's stores, C one of the copy classes. */
+	template <class C> struct copy_writer {
+		alignas(64) uint8_t blk[wqe_bb];
+		uint32_t len, seg_off, seg_len, hdr;
+		bool full;
+		copy_writer(const run_args &a, const uint8_t *b)
+			: len(a.len), seg_off(a.seg_off), seg_len(a.seg_len), hdr(a.hdr), full(a.full)
+		{
+			memcpy(blk, b, wqe_bb);
+		}
+		__rte_always_inline void write(uint8_t *ctrl, const uint8_t *src, uint32_t pi) const
+		{
+			if (likely(full))
+				memcpy(ctrl, blk, wqe_bb);
+			else
+				memcpy(ctrl, blk, 16 + compact_av_len);
+			const uint16_t idx = htobe16(uint16_t(pi));
+			memcpy(ctrl + 1, &idx, 2);
+			uint8_t *seg = ctrl + seg_off;
+			memset(seg + seg_len - 16, 0, 16);
+			memcpy(seg, &hdr, 4);
+			C::copy(seg + 4, src, len);
+		}
+	};
+
 #if defined(__AVX512BW__)
 	/*
-	 * inline_run's loop for the extended AV and payloads of at most 124
-	 * bytes, in whole aligned 64-byte blocks: the head with the WQE index
-	 * put in, then the inline header and payload shifted by the header's
-	 * 4 bytes. The masked loads read nothing past len and leave the
-	 * padding zero; the bytes after the WQE's last 16-byte unit, to the
-	 * end of its last block, are zeroed too (the device reads DS units
-	 * only, and the block is the WQE's own).
+	 * For the extended AV and payloads of at most 124 bytes: whole aligned
+	 * 64-byte blocks, the head with the WQE index put in, then the inline
+	 * header and payload shifted by the header's 4 bytes. The masked
+	 * loads read nothing past len and leave the padding zero; the bytes
+	 * after the WQE's last 16-byte unit, to the end of its last block, are
+	 * zeroed too (the device reads DS units only, and the block is the
+	 * WQE's own).
 	 */
-	static __rte_noinline run_result run_blocks(run_args a, const uint8_t *blk)
-	{
-		/* hi's 4 bytes then lo's first 60 (valignd by 15 dwords);
-		 * maskz with every lane set, the same instruction as
-		 * _mm512_alignr_epi32, whose _mm512_undefined_epi32 GCC 12
-		 * warns about (-Wmaybe-uninitialized, GCC PR 105593). */
-		auto shift_in = [](__m512i lo, __m512i hi) {
+	struct block_writer {
+		__m512i head, hv;
+		__mmask64 m0, m1;
+		bool two_blocks;
+		block_writer(const run_args &a, const uint8_t *blk)
+			: head(_mm512_load_si512(blk)),
+			  hv(_mm512_maskz_set1_epi32(__mmask16(1u << 15), int(a.hdr))),
+			  m0(a.len >= 64 ? ~__mmask64(0) : (__mmask64(1) << a.len) - 1),
+			  m1(a.len <= 64 ? 0 : (__mmask64(1) << (a.len - 64)) - 1), two_blocks(a.bbs == 3)
+		{
+		}
+		/* hi's 4 bytes then lo's first 60 (valignd by 15 dwords); maskz
+		 * with every lane set, the same instruction as
+		 * _mm512_alignr_epi32, whose _mm512_undefined_epi32 GCC 12 warns
+		 * about (-Wmaybe-uninitialized, GCC PR 105593). */
+		static __rte_always_inline __m512i shift_in(__m512i lo, __m512i hi)
+		{
 			return _mm512_maskz_alignr_epi32(__mmask16(0xffff), lo, hi, 15);
-		};
-		const __m512i head = _mm512_load_si512(blk);
-		const __m512i hv = _mm512_maskz_set1_epi32(__mmask16(1u << 15), int(a.hdr));
-		const __mmask64 m0 = a.len >= 64 ? ~__mmask64(0) : (__mmask64(1) << a.len) - 1;
-		const __mmask64 m1 = a.len <= 64 ? 0 : (__mmask64(1) << (a.len - 64)) - 1;
-		const bool two_blocks = a.bbs == 3;
-		const size_t step = size_t(a.bbs) * wqe_bb;
-		send_wr *const first = a.wr;
-		send_wr *wr = a.wr;
-		uint8_t *ctrl = a.ctrl;
-		uint8_t *bbsp = a.bbsp;
-		uint32_t pi = a.pi;
-		for (; wr != a.end && size_t(a.limit - ctrl) >= step && run_match(wr, a.key, a.len); ++wr) {
-			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
+		}
+		__rte_always_inline void write(uint8_t *ctrl, const uint8_t *src, uint32_t pi) const
+		{
 			const uint32_t w0 = htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_SEND);
-			prefetch_next(ctrl + step, a.bbs);
 			_mm512_store_si512(ctrl, _mm512_mask_set1_epi32(head, 1, int(w0)));
 			const __m512i d0 = _mm512_maskz_loadu_epi8(m0, src);
 			_mm512_store_si512(ctrl + wqe_bb, shift_in(d0, hv));
@@ -962,13 +974,8 @@ private:
 				const __m512i d1 = _mm512_maskz_loadu_epi8(m1, src + wqe_bb);
 				_mm512_store_si512(ctrl + 2 * wqe_bb, shift_in(d1, d0));
 			}
-			*bbsp = uint8_t(a.bbs);
-			bbsp += a.bbs;
-			pi += a.bbs;
-			ctrl += step;
 		}
-		return {uint32_t(wr - first), ctrl - step};
-	}
+	};
 #endif
 
 	/* The inline segment at seg: header, data, zero padding to seg_len
