@@ -26,7 +26,8 @@
  * differ only in payload (plain inline SENDs of one length to the same
  * head) is written by one loop that checks signalling, room and the ring's
  * end once for the run and stores little but the WQE index and the payload
- * (inline_run; with AVX-512BW in whole aligned 64-byte blocks). Each WQE's
+ * (inline_run; with AVX-512BW, or AVX2 for whole 4-byte words, in whole
+ * aligned blocks). Each WQE's
  * stores are preceded by a prefetchw of the next WQE's blocks
  * (prefetch_next). Per burst one doorbell: the doorbell
  * record, then a BlueFlame copy of the burst's last WQE when it fits the
@@ -847,6 +848,9 @@ private:
 #if defined(__AVX512BW__)
 		if (a.full && len <= 2 * wqe_bb - inline_hdr_len)
 			return run_loop<block_writer>(a, blk);
+#elif defined(__AVX2__)
+		if (a.full && len <= 2 * wqe_bb - inline_hdr_len && len % 4 == 0)
+			return run_loop<block_writer_avx2>(a, blk);
 #endif
 		/* One loop per copy size class, so the class is chosen once. */
 		if (len > 128)
@@ -973,6 +977,53 @@ private:
 			if (two_blocks) {
 				const __m512i d1 = _mm512_maskz_loadu_epi8(m1, src + wqe_bb);
 				_mm512_store_si512(ctrl + 2 * wqe_bb, shift_in(d1, d0));
+			}
+		}
+	};
+#elif defined(__AVX2__)
+	/*
+	 * block_writer for AVX2 (no byte-masked loads): payloads of a whole
+	 * number of 4-byte words, at most 124 bytes. Each 32-byte half of the
+	 * inline blocks is its payload words rotated by one (vpermd) with the
+	 * word before it (the header, or the last word of the previous half)
+	 * blended in; the dword-masked loads (vpmaskmovd) read nothing past
+	 * len and leave the padding zero. The index goes into the head's first
+	 * word the same way, so every store is an aligned 32-byte half.
+	 */
+	struct block_writer_avx2 {
+		__m256i head0, head1, hv, rot;
+		__m256i m[4];
+		bool two_blocks, none;
+		block_writer_avx2(const run_args &a, const uint8_t *blk)
+			: head0(_mm256_load_si256(reinterpret_cast<const __m256i *>(blk))),
+			  head1(_mm256_load_si256(reinterpret_cast<const __m256i *>(blk + 32))),
+			  hv(_mm256_set1_epi32(int(a.hdr))), rot(_mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6)),
+			  two_blocks(a.bbs == 3), none(a.len == 0)
+		{
+			const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+			const int words = int(a.len / 4);
+			for (int k = 0; k < 4; k++) /* lane j of half k loads word 8k + j */
+				m[k] = _mm256_cmpgt_epi32(_mm256_set1_epi32(words - 8 * k), lane);
+		}
+		__rte_always_inline void write(uint8_t *ctrl, const uint8_t *src, uint32_t pi) const
+		{
+			const int w0 = int(htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_SEND));
+			auto *d = reinterpret_cast<__m256i *>(ctrl);
+			_mm256_store_si256(d, _mm256_blend_epi32(head0, _mm256_set1_epi32(w0), 0x01));
+			_mm256_store_si256(d + 1, head1);
+			/* A zero-length payload may have no buffer: read nothing. */
+			const auto *p = reinterpret_cast<const int *>(none ? ctrl : src);
+			const __m256i y0 = _mm256_permutevar8x32_epi32(_mm256_maskload_epi32(p, m[0]), rot);
+			const __m256i y1 = _mm256_permutevar8x32_epi32(_mm256_maskload_epi32(p + 8, m[1]), rot);
+			_mm256_store_si256(d + 2, _mm256_blend_epi32(y0, hv, 0x01));
+			_mm256_store_si256(d + 3, _mm256_blend_epi32(y1, y0, 0x01));
+			if (two_blocks) {
+				const __m256i y2 =
+					_mm256_permutevar8x32_epi32(_mm256_maskload_epi32(p + 16, m[2]), rot);
+				const __m256i y3 =
+					_mm256_permutevar8x32_epi32(_mm256_maskload_epi32(p + 24, m[3]), rot);
+				_mm256_store_si256(d + 4, _mm256_blend_epi32(y2, y1, 0x01));
+				_mm256_store_si256(d + 5, _mm256_blend_epi32(y3, y2, 0x01));
 			}
 		}
 	};
