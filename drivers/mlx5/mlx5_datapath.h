@@ -1205,26 +1205,38 @@ private:
 			sq_ci_ = tgt + b;
 			return;
 		}
+		/* The sent mbufs go back in batches (rte_pktmbuf_free_bulk:
+		 * one mempool put per batch and pool, every segment of a
+		 * chain freed), as DPDK's PMDs free theirs. */
+		rte_mbuf *batch[free_batch];
+		unsigned nb = 0;
 		for (;;) {
 			const uint32_t idx = sq_ci_ & mask;
 			const bool last = uint16_t(sq_ci_) == wc;
 			if (sq_mbuf_[idx] != nullptr) {
-				rte_pktmbuf_free(sq_mbuf_[idx]);
+				batch[nb++] = sq_mbuf_[idx];
 				sq_mbuf_[idx] = nullptr;
 				sq_nmbuf_--;
+				if (nb == free_batch) {
+					rte_pktmbuf_free_bulk(batch, nb);
+					nb = 0;
+				}
 			}
 			const uint32_t b = sq_bbs_[idx];
 			if (unlikely(b == 0)) {
 				/* WQE index not at a WQE start: stop, count. */
 				xc_.tx_cqe_stray++;
-				return;
+				break;
 			}
 			sq_bbs_[idx] = 0;
 			sq_ci_ += b;
 			if (last || sq_ci_ == sq_pi_)
-				return;
+				break;
 		}
+		if (nb != 0)
+			rte_pktmbuf_free_bulk(batch, nb);
 	}
+	static constexpr unsigned free_batch = 64;
 
 	/* One responder-CQ entry; true when wc was filled. */
 	bool rx_one(const mlx5_cqe64 &cqe, recv_wc &wc)
