@@ -127,6 +127,16 @@ public:
 		return 0;
 	}
 	void clear() { n_ = last_ = 0; }
+	/* The region of the last successful lookup (false if none yet). */
+	bool last_region(uintptr_t *start, uintptr_t *end, uint32_t *lkey) const
+	{
+		if (last_ >= n_)
+			return false;
+		*start = r_[last_].start;
+		*end = r_[last_].end;
+		*lkey = r_[last_].lkey;
+		return true;
+	}
 	unsigned size() const { return n_; }
 	/* The lkey covering [a, a + len), or false. */
 	bool lookup(uintptr_t a, uint32_t len, uint32_t *lkey)
@@ -351,9 +361,9 @@ public:
 		uint32_t last_bbs = 0;
 		/* The inline length of the last WQE written, if it was an
 		 * inline SEND to the current head (checked against the inline
-		 * limit and the MTU then); no_run, which no 32-bit length
-		 * equals, if not. */
-		constexpr uint64_t no_run = ~uint64_t(0);
+		 * limit and the MTU then); head_only if it was not inline;
+		 * no_run before the first. No 32-bit length equals either. */
+		constexpr uint64_t no_run = ~uint64_t(0), head_only = uint64_t(1) << 32;
 		uint64_t run_len = no_run;
 		send_wr *wr = wrs;
 		send_wr *const end = wrs + n;
@@ -386,8 +396,33 @@ public:
 					last_bbs = bbs;
 					pi += rr.n * bbs;
 					sig_left -= rr.n;
-					bytes += uint64_t(rr.n) * len;
+					bytes += rr.bytes;
 					continue;
+				}
+			} else if (same_head && run_len != no_run && wr->flags == 0 && wr->mbuf->nb_segs == 1 &&
+				   wr->mbuf->data_len != 0) {
+				/* The same for single-segment mbufs (mbuf_run). A
+				 * chain or an empty mbuf goes on below, without the
+				 * call. */
+				const uint32_t size = 16 + head.av_len + uint32_t(sizeof(mlx5_wqe_data_seg));
+				const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
+				const uint32_t room = pi_limit - pi;
+				const uint32_t to_end = t.mask + 1 - (pi & t.mask);
+				const uint32_t to_sig = (sig_left - 1) * bbs;
+				uint32_t blocks = room < to_end ? room : to_end;
+				blocks = blocks < to_sig ? blocks : to_sig;
+				if (blocks >= bbs) {
+					const run_result rr = mbuf_run(t, head, wr, end, pi, bbs, size / ds_unit, blocks);
+					if (rr.n != 0) {
+						wr += rr.n - 1;
+						last = rr.last;
+						last_bbs = bbs;
+						pi += rr.n * bbs;
+						sig_left -= rr.n;
+						nmbuf += rr.n;
+						bytes += rr.bytes;
+						continue;
+					}
 				}
 			}
 			const mlx5_av *av = ahs.lookup(wr->ah);
@@ -510,7 +545,7 @@ public:
 			sq_bbs[pi & t.mask] = uint8_t(bbs);
 			pi += bbs;
 			bytes += len;
-			run_len = (flags & send_inline) ? len : no_run;
+			run_len = (flags & send_inline) ? len : head_only;
 		}
 		const uint16_t taken = uint16_t(wr - wrs);
 		sq_pi_ = pi;
@@ -789,8 +824,9 @@ private:
 	}
 
 	struct run_result {
-		uint32_t n;    /* WRs written */
-		uint8_t *last; /* the last one's control segment */
+		uint32_t n;     /* WRs written */
+		uint8_t *last;  /* the last one's control segment */
+		uint64_t bytes; /* their payloads */
 	};
 
 	/* What inline_run's loops need, by value (no local of theirs has its
@@ -803,6 +839,11 @@ private:
 		uint8_t *bbsp;      /* sq_bbs_ at the first WQE */
 		uint32_t pi, len, seg_len, bbs, seg_off, hdr;
 		bool full;          /* extended AV: the head is a whole block */
+		/* mbuf runs (mbuf_writer) */
+		uintptr_t mr_start, mr_end; /* the memory region of the run's first mbuf */
+		uint32_t lkey_be, mtu;
+		rte_mbuf **slots;   /* sq_mbuf_ */
+		uint32_t mask;      /* sq_wqe_cnt - 1 */
 	};
 
 	/*
@@ -899,33 +940,55 @@ private:
 		const W w(a, blk);
 		const size_t step = size_t(a.bbs) * wqe_bb;
 		send_wr *const first = a.wr;
+		/* The WRs that fit in the blocks allowed, as the loop's one
+		 * bound (a division per run, not a compare per WR). */
+		const size_t fit = size_t(a.limit - a.ctrl) / step;
+		send_wr *const stop = size_t(a.end - first) < fit ? a.end : first + fit;
 		send_wr *wr = a.wr;
 		uint8_t *ctrl = a.ctrl;
 		uint8_t *bbsp = a.bbsp;
 		uint32_t pi = a.pi;
-		for (; wr != a.end && size_t(a.limit - ctrl) >= step && run_match(wr, a.key, a.len); ++wr) {
+		uint64_t bytes = 0;
+		for (; wr != stop && w.match(wr); ++wr) {
 			prefetch_next(ctrl + step, a.bbs);
-			w.write(ctrl, static_cast<const uint8_t *>(wr->inline_data), pi);
+			if constexpr (W::same_len)
+				w.write(ctrl, wr, pi);
+			else
+				bytes += w.write(ctrl, wr, pi);
 			*bbsp = uint8_t(a.bbs);
 			bbsp += a.bbs;
 			pi += a.bbs;
 			ctrl += step;
 		}
-		return {uint32_t(wr - first), ctrl - step};
+		const uint32_t n = uint32_t(wr - first);
+		if constexpr (W::same_len)
+			bytes = uint64_t(n) * a.len;
+		return {n, ctrl - step, bytes};
 	}
 
+	/* What every inline writer's run takes: the head's key, plain inline
+	 * SEND, the run's length. */
+	struct inline_match {
+		static constexpr bool same_len = true; /* every WQE a.len bytes */
+		const uint8_t *key;
+		uint32_t len;
+		explicit inline_match(const run_args &a) : key(a.key), len(a.len) {}
+		__rte_always_inline bool match(const send_wr *wr) const { return run_match(wr, key, len); }
+	};
+
 	/* write_head's and write_inline's stores, C one of the copy classes. */
-	template <class C> struct copy_writer {
+	template <class C> struct copy_writer : inline_match {
 		alignas(64) uint8_t blk[wqe_bb];
-		uint32_t len, seg_off, seg_len, hdr;
+		uint32_t seg_off, seg_len, hdr;
 		bool full;
 		copy_writer(const run_args &a, const uint8_t *b)
-			: len(a.len), seg_off(a.seg_off), seg_len(a.seg_len), hdr(a.hdr), full(a.full)
+			: inline_match(a), seg_off(a.seg_off), seg_len(a.seg_len), hdr(a.hdr), full(a.full)
 		{
 			memcpy(blk, b, wqe_bb);
 		}
-		__rte_always_inline void write(uint8_t *ctrl, const uint8_t *src, uint32_t pi) const
+		__rte_always_inline uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
 		{
+			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
 			if (likely(full))
 				memcpy(ctrl, blk, wqe_bb);
 			else
@@ -936,6 +999,7 @@ private:
 			memset(seg + seg_len - 16, 0, 16);
 			memcpy(seg, &hdr, 4);
 			C::copy(seg + 4, src, len);
+			return len;
 		}
 	};
 
@@ -949,12 +1013,12 @@ private:
 	 * zeroed too (the device reads DS units only, and the block is the
 	 * WQE's own).
 	 */
-	struct block_writer {
+	struct block_writer : inline_match {
 		__m512i head, hv;
 		__mmask64 m0, m1;
 		bool two_blocks;
 		block_writer(const run_args &a, const uint8_t *blk)
-			: head(_mm512_load_si512(blk)),
+			: inline_match(a), head(_mm512_load_si512(blk)),
 			  hv(_mm512_maskz_set1_epi32(__mmask16(1u << 15), int(a.hdr))),
 			  m0(a.len >= 64 ? ~__mmask64(0) : (__mmask64(1) << a.len) - 1),
 			  m1(a.len <= 64 ? 0 : (__mmask64(1) << (a.len - 64)) - 1), two_blocks(a.bbs == 3)
@@ -968,8 +1032,9 @@ private:
 		{
 			return _mm512_maskz_alignr_epi32(__mmask16(0xffff), lo, hi, 15);
 		}
-		__rte_always_inline void write(uint8_t *ctrl, const uint8_t *src, uint32_t pi) const
+		__rte_always_inline uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
 		{
+			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
 			const uint32_t w0 = htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_SEND);
 			_mm512_store_si512(ctrl, _mm512_mask_set1_epi32(head, 1, int(w0)));
 			const __m512i d0 = _mm512_maskz_loadu_epi8(m0, src);
@@ -978,6 +1043,7 @@ private:
 				const __m512i d1 = _mm512_maskz_loadu_epi8(m1, src + wqe_bb);
 				_mm512_store_si512(ctrl + 2 * wqe_bb, shift_in(d1, d0));
 			}
+			return len;
 		}
 	};
 #elif defined(__AVX2__)
@@ -990,12 +1056,12 @@ private:
 	 * len and leave the padding zero. The index goes into the head's first
 	 * word the same way, so every store is an aligned 32-byte half.
 	 */
-	struct block_writer_avx2 {
+	struct block_writer_avx2 : inline_match {
 		__m256i head0, head1, hv, rot;
 		__m256i m[4];
 		bool two_blocks, none;
 		block_writer_avx2(const run_args &a, const uint8_t *blk)
-			: head0(_mm256_load_si256(reinterpret_cast<const __m256i *>(blk))),
+			: inline_match(a), head0(_mm256_load_si256(reinterpret_cast<const __m256i *>(blk))),
 			  head1(_mm256_load_si256(reinterpret_cast<const __m256i *>(blk + 32))),
 			  hv(_mm256_set1_epi32(int(a.hdr))), rot(_mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6)),
 			  two_blocks(a.bbs == 3), none(a.len == 0)
@@ -1005,8 +1071,9 @@ private:
 			for (int k = 0; k < 4; k++) /* lane j of half k loads word 8k + j */
 				m[k] = _mm256_cmpgt_epi32(_mm256_set1_epi32(words - 8 * k), lane);
 		}
-		__rte_always_inline void write(uint8_t *ctrl, const uint8_t *src, uint32_t pi) const
+		__rte_always_inline uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
 		{
+			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
 			const int w0 = int(htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_SEND));
 			auto *d = reinterpret_cast<__m256i *>(ctrl);
 			_mm256_store_si256(d, _mm256_blend_epi32(head0, _mm256_set1_epi32(w0), 0x01));
@@ -1025,9 +1092,97 @@ private:
 				_mm256_store_si256(d + 4, _mm256_blend_epi32(y2, y1, 0x01));
 				_mm256_store_si256(d + 5, _mm256_blend_epi32(y3, y2, 0x01));
 			}
+			return len;
 		}
 	};
 #endif
+
+	/*
+	 * The mbuf counterpart of inline_run: the WRs from wr on that are plain
+	 * SENDs (no flag: no immediate, not solicited) of a single-segment,
+	 * non-empty mbuf of at most the MTU, in the memory region of the
+	 * burst's last mbuf lookup, to the head's key. Each is the head with
+	 * its WQE index and one data segment; its mbuf goes to its SQ slot as
+	 * in tx_burst. The caller's checks, as for inline_run (blocks).
+	 * Stops at the first WR that is not such a send (tx_burst's loop then
+	 * takes it, drops included); returns how many it wrote.
+	 */
+	__rte_noinline run_result mbuf_run(const tx_state &t, const wqe_head &h, send_wr *wr, send_wr *const end,
+					    uint32_t pi, uint32_t bbs, uint32_t ds, uint32_t blocks)
+	{
+		run_args a{};
+		uintptr_t start, stop;
+		uint32_t lkey;
+		if (!mrs_.last_region(&start, &stop, &lkey))
+			return {0, nullptr, 0};
+		alignas(64) uint8_t blk[wqe_bb];
+		memcpy(blk, h.block, wqe_bb);
+		const uint32_t op = htobe32(MLX5_OPCODE_SEND);
+		const uint32_t qpn_ds = t.qpn_be | htobe32(ds);
+		memcpy(blk, &op, 4);
+		memcpy(blk + 4, &qpn_ds, 4);
+		memset(blk + 8, 0, 8);
+		a.wr = wr;
+		a.end = end;
+		a.key = h.key;
+		a.ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
+		a.limit = a.ctrl + size_t(blocks) * wqe_bb;
+		a.bbsp = sq_bbs_ + (pi & t.mask);
+		a.pi = pi;
+		a.bbs = bbs;
+		a.seg_off = 16 + h.av_len;
+		a.full = h.av_len == sizeof(mlx5_wqe_av);
+		a.mr_start = start;
+		a.mr_end = stop;
+		a.lkey_be = htobe32(lkey);
+		a.mtu = c_.mtu;
+		a.slots = sq_mbuf_;
+		a.mask = t.mask;
+		return run_loop<mbuf_writer>(a, blk);
+	}
+
+	struct mbuf_writer {
+		static constexpr bool same_len = false;
+		alignas(64) uint8_t blk[wqe_bb];
+		const uint8_t *key;
+		uintptr_t mr_start, mr_end;
+		rte_mbuf **slots;
+		uint32_t seg_off, lkey_be, mtu, mask;
+		bool full;
+		mbuf_writer(const run_args &a, const uint8_t *b)
+			: key(a.key), mr_start(a.mr_start), mr_end(a.mr_end), slots(a.slots), seg_off(a.seg_off),
+			  lkey_be(a.lkey_be), mtu(a.mtu), mask(a.mask), full(a.full)
+		{
+			memcpy(blk, b, wqe_bb);
+		}
+		__rte_always_inline bool match(const send_wr *wr) const
+		{
+			if (wr->flags != 0 || memcmp(wr, key, 16) != 0)
+				return false;
+			const rte_mbuf *m = wr->mbuf;
+			const uintptr_t addr = rte_pktmbuf_mtod(m, uintptr_t);
+			const uint32_t len = m->data_len;
+			/* len - 1 < mtu: 1 <= len <= mtu in one compare. */
+			return m->nb_segs == 1 && len - 1 < mtu && addr >= mr_start && addr + len <= mr_end;
+		}
+		__rte_always_inline uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
+		{
+			rte_mbuf *m = wr->mbuf;
+			const uint32_t len = m->data_len;
+			if (likely(full))
+				memcpy(ctrl, blk, wqe_bb);
+			else
+				memcpy(ctrl, blk, 16 + compact_av_len);
+			const uint16_t idx = htobe16(uint16_t(pi));
+			memcpy(ctrl + 1, &idx, 2);
+			auto *d = reinterpret_cast<mlx5_wqe_data_seg *>(ctrl + seg_off);
+			d->byte_count = htobe32(len);
+			d->lkey = lkey_be;
+			d->addr = htobe64(uint64_t(rte_pktmbuf_mtod(m, uintptr_t)));
+			slots[pi & mask] = m;
+			return len;
+		}
+	};
 
 	/* The inline segment at seg: header, data, zero padding to seg_len
 	 * (mlx5_wqe_inline_seg; rdma-core set_data_inl_seg). */

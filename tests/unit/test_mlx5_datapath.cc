@@ -1643,10 +1643,12 @@ TEST(Mlx5Datapath, ScatterToCqeCountedAndDropped)
 }
 
 /* Runs of WRs that differ only in their payload (the same AH, remote QPN
- * and Q_Key, plain inline SENDs of one length) are written by tx_burst's
- * run loop, which makes the per-WR checks once per run. Random bursts of
+ * and Q_Key, plain inline SENDs of one length, or plain SENDs of
+ * single-segment mbufs) are written by tx_burst's run loops, which make
+ * the per-WR checks once per run. Random bursts of
  * up to 32 WRs in runs, broken by a change of AH, QPN, Q_Key, length or
- * flags, by an mbuf, by a drop (stale AH, inline over the limit), by the
+ * flags, by an mbuf, by a drop (stale AH, inline over the limit, a chain
+ * the QP has too few SGEs for), by the
  * signalling rule, by the ring's end and by a full SQ: every WQE equals
  * the helpers' byte for byte and the model accepts it, for the extended
  * AV (the whole-block loop for payloads up to 124 bytes, the copy loop
@@ -1696,7 +1698,8 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 		};
 		std::vector<want_wqe> want; /* posted, not yet executed */
 		std::vector<send_wr> backlog; /* WRs a full SQ left with the caller */
-		uint64_t since = 0, sigs = 0, sent = 0, followers = 0, stale = 0, too_long = 0;
+		uint64_t since = 0, sigs = 0, sent = 0, followers = 0, mbuf_followers = 0, stale = 0, too_long = 0,
+			 too_many = 0, sent_bytes = 0;
 		unsigned fulls = 0, wrapped = 0;
 		uint32_t rng = 12345;
 		auto rnd = [&](uint32_t n) {
@@ -1727,9 +1730,18 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 				w.remote_qpn = mc.qpn + 1 + (rnd(6) == 0);
 				w.remote_qkey = rnd(5) == 0 ? 0x80000000u : mc.qkey;
 				const uint32_t len = kind == 1 ? mc.max_inline + 1 : lens[rnd(std::size(lens))];
-				if (kind == 2) {
+				if (kind == 2 || kind == 5) {
 					w.mbuf = payload_mbuf(r.mp, len + 1, uint8_t(burst));
 					ASSERT_NE(w.mbuf, nullptr);
+					/* Some mbuf runs with an immediate or
+					 * solicited: not for mbuf_run. */
+					const unsigned f = rnd(6);
+					if (f == 0) {
+						w.flags |= send_imm;
+						w.imm_data = htobe32(0xdef00000u + burst);
+					} else if (f == 1) {
+						w.flags |= send_solicited;
+					}
 				} else {
 					w.flags = send_inline;
 					w.inline_len = len;
@@ -1752,12 +1764,25 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 							pay[j] = uint8_t(rnd(256));
 						c.inline_data = c.inline_len != 0 ? pay : nullptr;
 					} else if (k != 0) {
-						c.mbuf = payload_mbuf(r.mp, w.mbuf->data_len, uint8_t(k));
+						/* An mbuf run: lengths vary; now and
+						 * then a chain, which this QP (one
+						 * SGE) drops. */
+						c.mbuf = payload_mbuf(r.mp, w.mbuf->data_len + k % 3, uint8_t(k));
 						ASSERT_NE(c.mbuf, nullptr);
+						if (k % 5 == 4) {
+							rte_mbuf *t = payload_mbuf(r.mp, 7, uint8_t(k + 1));
+							ASSERT_NE(t, nullptr);
+							ASSERT_EQ(rte_pktmbuf_chain(c.mbuf, t), 0);
+						}
 					}
 					wrs.push_back(c);
 				}
 			}
+			/* Which WRs are chains, read before tx_burst frees the
+			 * dropped ones. */
+			std::vector<bool> chain(wrs.size());
+			for (size_t i = 0; i < wrs.size(); i++)
+				chain[i] = !(wrs[i].flags & send_inline) && wrs[i].mbuf->nb_segs > 1;
 			const uint32_t pi0 = r.q.sq_head();
 			const uint16_t taken = r.q.tx_burst(wrs.data(), uint16_t(wrs.size()));
 			/* What the helpers build for the taken WRs, in order. */
@@ -1774,11 +1799,15 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 					too_long++;
 					continue;
 				}
+				if (chain[i]) {
+					too_many++;
+					continue;
+				}
 				const bool is_last = [&] {
 					for (unsigned j = i + 1; j < taken; j++) {
 						const send_wr &x = wrs[j];
 						if (!(x.ah.slot == dead.slot && x.ah.gen == dead.gen) &&
-						    !((x.flags & send_inline) && x.inline_len > mc.max_inline))
+						    !((x.flags & send_inline) && x.inline_len > mc.max_inline) && !chain[j])
 							return false;
 					}
 					return true;
@@ -1806,7 +1835,10 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 				 * same length as the WQE before it. */
 				followers += prev != nullptr && w.flags == send_inline && prev->flags == send_inline &&
 					     memcmp(&w, prev, 16) == 0 && w.inline_len == prev->inline_len;
+				/* One mbuf_run writes: same head, plain mbuf SEND. */
+				mbuf_followers += prev != nullptr && w.flags == 0 && memcmp(&w, prev, 16) == 0;
 				prev = &w;
+				sent_bytes += x.payload.size();
 				want.push_back(std::move(x));
 				pi += bbs;
 				posted++;
@@ -1835,9 +1867,12 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 			if (!(w.flags & send_inline))
 				rte_pktmbuf_free(w.mbuf);
 		EXPECT_GT(followers, 500u) << "the run loop should write most WQEs";
+		EXPECT_GT(mbuf_followers, 100u) << "and mbuf runs too";
+		EXPECT_EQ(r.q.mlx5_stats().tx_too_many_segs, too_many);
 		EXPECT_GT(wrapped, 10u) << "runs should reach the ring's end";
 		EXPECT_GT(fulls, 3u) << "the SQ should fill within a run";
 		EXPECT_EQ(r.q.counters().tx_pkts, sent);
+		EXPECT_EQ(r.q.counters().tx_bytes, sent_bytes);
 		EXPECT_EQ(r.q.counters().tx_stale_ah, stale);
 		EXPECT_EQ(r.q.mlx5_stats().tx_inline_too_long, too_long);
 		EXPECT_EQ(r.model.req_cqes, sigs);
