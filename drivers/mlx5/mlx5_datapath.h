@@ -382,11 +382,7 @@ public:
 				const uint32_t seg_len = align16(inline_hdr_len + len);
 				const uint32_t size = 16 + head.av_len + seg_len;
 				const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
-				const uint32_t room = pi_limit - pi;
-				const uint32_t to_end = t.mask + 1 - (pi & t.mask);
-				const uint32_t to_sig = (sig_left - 1) * bbs;
-				uint32_t blocks = room < to_end ? room : to_end;
-				blocks = blocks < to_sig ? blocks : to_sig;
+				const uint32_t blocks = run_room(t, pi, pi_limit, sig_left, bbs);
 				if (blocks >= bbs) {
 					const run_result rr =
 						inline_run(t, head, wr, end, pi, len, seg_len, bbs, size / ds_unit, blocks);
@@ -406,11 +402,7 @@ public:
 				 * call. */
 				const uint32_t size = 16 + head.av_len + uint32_t(sizeof(mlx5_wqe_data_seg));
 				const uint32_t bbs = (size + wqe_bb - 1) / wqe_bb;
-				const uint32_t room = pi_limit - pi;
-				const uint32_t to_end = t.mask + 1 - (pi & t.mask);
-				const uint32_t to_sig = (sig_left - 1) * bbs;
-				uint32_t blocks = room < to_end ? room : to_end;
-				blocks = blocks < to_sig ? blocks : to_sig;
+				const uint32_t blocks = run_room(t, pi, pi_limit, sig_left, bbs);
 				if (blocks >= bbs) {
 					const run_result rr = mbuf_run(t, head, wr, end, pi, bbs, size / ds_unit, blocks);
 					if (rr.n != 0) {
@@ -846,6 +838,45 @@ private:
 		uint32_t mask;      /* sq_wqe_cnt - 1 */
 	};
 
+	/* What every run starts from: blk, the head with the control words
+	 * of a plain, unsignalled SEND of ds units (fm_ce_se and imm zero),
+	 * and the run's place in the ring (see inline_run for blocks). */
+	run_args start_run(const tx_state &t, const wqe_head &h, send_wr *wr, send_wr *end, uint32_t pi,
+			   uint32_t bbs, uint32_t ds, uint32_t blocks, uint8_t *blk) const
+	{
+		memcpy(blk, h.block, wqe_bb);
+		const uint32_t op = htobe32(MLX5_OPCODE_SEND);
+		const uint32_t qpn_ds = t.qpn_be | htobe32(ds);
+		memcpy(blk, &op, 4);
+		memcpy(blk + 4, &qpn_ds, 4);
+		memset(blk + 8, 0, 8);
+		run_args a{};
+		a.wr = wr;
+		a.end = end;
+		a.key = h.key;
+		a.ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
+		a.limit = a.ctrl + size_t(blocks) * wqe_bb;
+		a.bbsp = sq_bbs_ + (pi & t.mask);
+		a.pi = pi;
+		a.bbs = bbs;
+		a.seg_off = 16 + h.av_len;
+		a.full = h.av_len == sizeof(mlx5_wqe_av);
+		return a;
+	}
+
+	/* How many blocks from pi a run may write: before the next
+	 * signalled WQE (sig_left counts down to it), the ring's end and the
+	 * SQ's limit. */
+	static __rte_always_inline uint32_t run_room(const tx_state &t, uint32_t pi, uint32_t pi_limit,
+						     uint32_t sig_left, uint32_t bbs)
+	{
+		const uint32_t room = pi_limit - pi;
+		const uint32_t to_end = t.mask + 1 - (pi & t.mask);
+		const uint32_t to_sig = (sig_left - 1) * bbs;
+		const uint32_t blocks = room < to_end ? room : to_end;
+		return blocks < to_sig ? blocks : to_sig;
+	}
+
 	/*
 	 * Writes the WRs from wr on that need nothing but their payload
 	 * copied: the same 16-byte key as head (so the AH lookup that built
@@ -863,29 +894,11 @@ private:
 						  send_wr *const end, uint32_t pi, uint32_t len,
 						  uint32_t seg_len, uint32_t bbs, uint32_t ds, uint32_t blocks)
 	{
-		/* The head with the control words of a plain, unsignalled
-		 * SEND of this size: DS in qpn_ds; fm_ce_se and imm zero. */
 		alignas(64) uint8_t blk[wqe_bb];
-		memcpy(blk, h.block, wqe_bb);
-		const uint32_t op = htobe32(MLX5_OPCODE_SEND);
-		const uint32_t qpn_ds = t.qpn_be | htobe32(ds);
-		memcpy(blk, &op, 4);
-		memcpy(blk + 4, &qpn_ds, 4);
-		memset(blk + 8, 0, 8);
-		run_args a;
-		a.wr = wr;
-		a.end = end;
-		a.key = h.key;
-		a.ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
-		a.limit = a.ctrl + size_t(blocks) * wqe_bb;
-		a.bbsp = sq_bbs_ + (pi & t.mask);
-		a.pi = pi;
+		run_args a = start_run(t, h, wr, end, pi, bbs, ds, blocks, blk);
 		a.len = len;
 		a.seg_len = seg_len;
-		a.bbs = bbs;
-		a.seg_off = 16 + h.av_len;
 		a.hdr = htobe32(len | MLX5_INLINE_SEG);
-		a.full = h.av_len == sizeof(mlx5_wqe_av);
 #if defined(__AVX512BW__)
 		if (a.full && len <= 2 * wqe_bb - inline_hdr_len)
 			return run_loop<block_writer>(a, blk);
@@ -1110,28 +1123,12 @@ private:
 	__rte_noinline run_result mbuf_run(const tx_state &t, const wqe_head &h, send_wr *wr, send_wr *const end,
 					    uint32_t pi, uint32_t bbs, uint32_t ds, uint32_t blocks)
 	{
-		run_args a{};
 		uintptr_t start, stop;
 		uint32_t lkey;
 		if (!mrs_.last_region(&start, &stop, &lkey))
 			return {0, nullptr, 0};
 		alignas(64) uint8_t blk[wqe_bb];
-		memcpy(blk, h.block, wqe_bb);
-		const uint32_t op = htobe32(MLX5_OPCODE_SEND);
-		const uint32_t qpn_ds = t.qpn_be | htobe32(ds);
-		memcpy(blk, &op, 4);
-		memcpy(blk + 4, &qpn_ds, 4);
-		memset(blk + 8, 0, 8);
-		a.wr = wr;
-		a.end = end;
-		a.key = h.key;
-		a.ctrl = t.sq + size_t(pi & t.mask) * wqe_bb;
-		a.limit = a.ctrl + size_t(blocks) * wqe_bb;
-		a.bbsp = sq_bbs_ + (pi & t.mask);
-		a.pi = pi;
-		a.bbs = bbs;
-		a.seg_off = 16 + h.av_len;
-		a.full = h.av_len == sizeof(mlx5_wqe_av);
+		run_args a = start_run(t, h, wr, end, pi, bbs, ds, blocks, blk);
 		a.mr_start = start;
 		a.mr_end = stop;
 		a.lkey_be = htobe32(lkey);
