@@ -920,15 +920,11 @@ private:
 		return run_loop<copy_writer<copy_any>>(a, blk);
 	}
 
-	static __rte_always_inline bool run_match(const send_wr *wr, const uint8_t *key, uint32_t len)
-	{
-		return wr->inline_len == len && wr->flags == send_inline && memcmp(wr, key, 16) == 0;
-	}
-
 	struct b16 { uint64_t w[2]; };
 	struct b32 { uint64_t w[4]; };
 	struct b64 { uint64_t w[8]; };
-	/* copy_inline's size classes, one per loop. */
+	/* copy_inline's size classes (two copies of T, the second ending at
+	 * len's last byte); the run loop takes one per run. */
 	template <class T> struct copy_two {
 		static __rte_always_inline void copy(uint8_t *dst, const uint8_t *src, uint32_t len)
 		{
@@ -986,7 +982,10 @@ private:
 		const uint8_t *key;
 		uint32_t len;
 		explicit inline_match(const run_args &a) : key(a.key), len(a.len) {}
-		__rte_always_inline bool match(const send_wr *wr) const { return run_match(wr, key, len); }
+		__rte_always_inline bool match(const send_wr *wr) const
+		{
+			return wr->inline_len == len && wr->flags == send_inline && memcmp(wr, key, 16) == 0;
+		}
 	};
 
 	/* write_head's and write_inline's stores, C one of the copy classes. */
@@ -1210,28 +1209,18 @@ private:
 	 * alignment dispatch; src is never read past len. Longer: rte_memcpy. */
 	static __rte_always_inline void copy_inline(uint8_t *dst, const uint8_t *src, uint32_t len)
 	{
-		auto two = [&](auto tag) {
-			decltype(tag) a, b;
-			memcpy(&a, src, sizeof(a));
-			memcpy(&b, src + len - sizeof(b), sizeof(b));
-			memcpy(dst, &a, sizeof(a));
-			memcpy(dst + len - sizeof(b), &b, sizeof(b));
-		};
-		struct b16 { uint64_t w[2]; };
-		struct b32 { uint64_t w[4]; };
-		struct b64 { uint64_t w[8]; };
 		if (len > 128) {
 			rte_memcpy(dst, src, len);
 		} else if (len > 64) {
-			two(b64{});
+			copy_two<b64>::copy(dst, src, len);
 		} else if (len > 32) {
-			two(b32{});
+			copy_two<b32>::copy(dst, src, len);
 		} else if (len > 16) {
-			two(b16{});
+			copy_two<b16>::copy(dst, src, len);
 		} else if (len >= 8) {
-			two(uint64_t{});
+			copy_two<uint64_t>::copy(dst, src, len);
 		} else if (len >= 4) {
-			two(uint32_t{});
+			copy_two<uint32_t>::copy(dst, src, len);
 		} else if (len != 0) {
 			/* 1 to 3 bytes: first, middle and last (may coincide). */
 			const uint8_t a = src[0], b = src[len / 2], c = src[len - 1];
