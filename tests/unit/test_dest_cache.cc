@@ -3,7 +3,8 @@
  *
  * The destination cache (ah_key -> ah_handle): writer API errnos, bulk
  * lookups and their hit mask, 100,000 keys, a random insert/erase run
- * against a reference map (tombstone reuse and rebuilds), tombstones and
+ * against a reference map (tombstone reuse and rebuilds), the bulk
+ * lookup's neighbourhood hints case by case, tombstones and
  * old tables held back until a QSBR grace period, and one poll thread
  * looking up while another thread inserts and erases.
  *
@@ -290,6 +291,189 @@ TEST(DestCache, RandomChurnAgainstModel)
 		EXPECT_GT(dc.rebuilds(), 0u) << "tombstones must have forced a rebuild";
 		EXPECT_LE(dc.size() + dc.tombstones(), dc.buckets() * 3 / 4);
 	}
+}
+
+/* Checks keys key_of(idx[i]) against want (0: absent) with lookup_bulk in
+ * bursts of 1..64 from every offset and with lookup; mismatches. */
+unsigned check_set(const dest_cache &dc, const std::vector<uint32_t> &idx,
+		   const std::unordered_map<uint32_t, uint32_t> &want)
+{
+	unsigned bad = 0;
+	const size_t n = idx.size();
+	for (unsigned burst : {1u, 7u, 32u, 64u})
+		for (size_t start = 0; start < n; start++) {
+			const unsigned m = unsigned(std::min<size_t>(burst, n));
+			std::vector<ah_key> keys(m);
+			for (unsigned i = 0; i < m; i++)
+				keys[i] = key_of(idx[(start + i) % n]);
+			ah_handle out[64];
+			uint64_t mask;
+			const unsigned hits = dc.lookup_bulk(keys.data(), m, out, &mask);
+			unsigned count = 0;
+			for (unsigned i = 0; i < m; i++) {
+				const uint32_t k = idx[(start + i) % n];
+				const auto it = want.find(k);
+				const uint32_t g = it == want.end() ? 0 : it->second;
+				const bool hit = (mask >> i) & 1;
+				ah_handle h1;
+				const bool hit1 = dc.lookup(keys[i], &h1);
+				bad += hit != (g != 0) || hit1 != hit;
+				bad += hit ? out[i] != handle_of(k, g) || h1 != out[i] : out[i] != ah_null;
+				count += hit;
+			}
+			bad += hits != count;
+		}
+	return bad;
+}
+
+/* Which of keys key_of(idx[i]) (at most 64) one lookup_bulk sent to the
+ * plain probe loop. */
+std::vector<uint32_t> probed_of(const dest_cache &dc, const std::vector<uint32_t> &idx)
+{
+	std::vector<ah_key> keys;
+	for (uint32_t k : idx)
+		keys.push_back(key_of(k));
+	ah_handle out[64];
+	uint64_t mask, probed = 0;
+	dc.lookup_bulk(keys.data(), unsigned(keys.size()), out, &mask, &probed);
+	std::vector<uint32_t> r;
+	for (size_t i = 0; i < idx.size(); i++)
+		if ((probed >> i) & 1)
+			r.push_back(idx[i]);
+	return r;
+}
+
+/* The pipelined lookup's neighbourhood hints (tables >= 4096 buckets),
+ * case by case, on keys chosen by home bucket and fingerprint: keys placed
+ * 16 or more buckets from home (beyond the hints), a displaced key whose
+ * neighbour has its fingerprint, a missing key with a neighbour's
+ * fingerprint, hinted buckets erased and reused by keys of other homes,
+ * and the hints rebuilt with the table. Besides the results, it checks
+ * which keys needed the plain probe: a hint that is lost, stale or points
+ * to the wrong neighbour gives the right answer through the probe, only
+ * slower. */
+TEST(DestCache, NeighbourhoodHints)
+{
+	RDGRAM_SKIP_SINGLE_THREADED_UNDER_TSAN();
+	const uint32_t cap = 8192, nb = 16384, H = 1000, H2 = 9000;
+	dest_cache dc;
+	ASSERT_EQ(dc.init(cap, SOCKET_ID_ANY, nullptr), 0); /* buckets reused at once */
+	ASSERT_EQ(dc.buckets(), nb);
+	auto fp = [](uint32_t i) { return dest_cache::fingerprint(dest_cache::hash(key_of(i))); };
+	/* Key indices by home: 24 at H with distinct fingerprints, 4 at H + 1,
+	 * 400 at H2 (so that three share a fingerprint). */
+	std::vector<uint32_t> at_h, at_h1, at_h2;
+	std::vector<bool> fp_used(256);
+	for (uint32_t i = 0; at_h.size() < 24 || at_h1.size() < 4 || at_h2.size() < 400; i++) {
+		const uint32_t home = dest_cache::home_of(dest_cache::hash(key_of(i)), nb);
+		if (home == H && at_h.size() < 24 && !fp_used[fp(i)]) {
+			fp_used[fp(i)] = true;
+			at_h.push_back(i);
+		}
+		else if (home == H + 1 && at_h1.size() < 4)
+			at_h1.push_back(i);
+		else if (home == H2 && at_h2.size() < 400)
+			at_h2.push_back(i);
+	}
+	std::vector<uint32_t> triple;
+	for (size_t a = 0; a < at_h2.size() && triple.size() < 3; a++) {
+		triple = {at_h2[a]};
+		for (size_t b = a + 1; b < at_h2.size() && triple.size() < 3; b++)
+			if (fp(at_h2[b]) == fp(at_h2[a]))
+				triple.push_back(at_h2[b]);
+	}
+	ASSERT_EQ(triple.size(), 3u) << "no three keys at H2 share a fingerprint";
+	uint32_t filler = 0; /* a key at H2 with another fingerprint */
+	for (uint32_t k : at_h2)
+		if (fp(k) != fp(triple[0])) {
+			filler = k;
+			break;
+		}
+
+	std::unordered_map<uint32_t, uint32_t> want;
+	std::vector<uint32_t> all(at_h);
+	all.insert(all.end(), at_h1.begin(), at_h1.end());
+	all.insert(all.end(), triple.begin(), triple.end());
+	all.push_back(filler);
+	uint32_t gen = 1;
+	auto add = [&](uint32_t k) {
+		gen += 2;
+		want[k] = gen;
+		return dc.insert(key_of(k), handle_of(k, gen));
+	};
+	auto del = [&](uint32_t k) {
+		want.erase(k);
+		return dc.erase(key_of(k));
+	};
+
+	/* 12 keys homed at H in H .. H + 11. */
+	for (unsigned j = 0; j < 12; j++)
+		ASSERT_EQ(add(at_h[j]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u) << "displaced keys, and misses at H";
+	EXPECT_EQ(probed_of(dc, at_h), std::vector<uint32_t>{}) << "every key of H found by its hint";
+
+	/* At H2: the filler at home, then two keys with one fingerprint at
+	 * H2 + 1 and H2 + 2. The second's first hint is the first; the third
+	 * key of the triple, absent, matches both hints. */
+	ASSERT_EQ(add(filler), 0);
+	ASSERT_EQ(add(triple[0]), 0);
+	ASSERT_EQ(add(triple[1]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u) << "a neighbour with the same fingerprint";
+	EXPECT_EQ(probed_of(dc, {filler, triple[0], triple[1], triple[2]}),
+		  (std::vector<uint32_t>{triple[1], triple[2]}));
+
+	/* The bucket at H + 1 erased and reused by a key homed at H + 1, then
+	 * H + 5 erased and reused by a key homed at H (hint 5 rewritten). No
+	 * key of H lies beyond the hints yet, so a wrong hint is a miss here,
+	 * not a detour through the plain probe. */
+	ASSERT_EQ(del(at_h[1]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u);
+	ASSERT_EQ(add(at_h1[0]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u) << "a hinted bucket reused by another home";
+	ASSERT_EQ(del(at_h[5]), 0);
+	ASSERT_EQ(add(at_h[1]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u) << "a hint rewritten for another key";
+	EXPECT_EQ(probed_of(dc, at_h), std::vector<uint32_t>{}) << "erased keys' hints cleared";
+	EXPECT_EQ(probed_of(dc, {at_h1[0]}), std::vector<uint32_t>{});
+
+	/* 8 more in H + 12 .. H + 19: the last four beyond the hints. */
+	for (unsigned j = 12; j < 20; j++)
+		ASSERT_EQ(add(at_h[j]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u) << "keys 16+ buckets from home";
+	{
+		/* Present keys within the hints are found by them; those beyond
+		 * and the missing keys of H (it now has keys beyond) are probed. */
+		std::vector<uint32_t> probed = probed_of(dc, at_h), expect;
+		for (unsigned j = 0; j < 24; j++)
+			if (!want.count(at_h[j]) || j >= 16)
+				expect.push_back(at_h[j]);
+		EXPECT_EQ(probed, expect);
+	}
+
+	/* Keys beyond the hints erased (the overflow mark stays) and put back
+	 * into the free buckets. */
+	for (unsigned j = 16; j < 20; j++)
+		ASSERT_EQ(del(at_h[j]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u);
+	ASSERT_EQ(add(at_h[20]), 0);
+	ASSERT_EQ(add(at_h[5]), 0);
+	EXPECT_EQ(check_set(dc, all, want), 0u);
+
+	/* Churn other keys until the table is rebuilt: the hints are built
+	 * again from the live keys. */
+	const uint64_t rebuilds = dc.rebuilds();
+	for (uint32_t i = 2000000; dc.rebuilds() == rebuilds && i < 2200000; i++) {
+		ASSERT_EQ(dc.insert(key_of(i), handle_of(i)), 0);
+		ASSERT_EQ(dc.erase(key_of(i)), 0);
+	}
+	ASSERT_GT(dc.rebuilds(), rebuilds);
+	EXPECT_EQ(check_set(dc, all, want), 0u) << "after a rebuild";
+	for (unsigned j = 16; j < 24; j++) {
+		if (!want.count(at_h[j])) {
+			ASSERT_EQ(add(at_h[j]), 0);
+		}
+	}
+	EXPECT_EQ(check_set(dc, all, want), 0u);
 }
 
 /* A registered reader that stays online without reporting: the writer must

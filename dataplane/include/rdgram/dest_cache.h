@@ -71,6 +71,9 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "rdgram/ah_registry.h"
 #include "rdgram/tsan.h"
@@ -91,6 +94,11 @@ public:
 	/* 64-bit hash of a key: low bits pick the home bucket, high bits the
 	 * tag. Exposed for callers that want to hash ahead of time. */
 	static inline uint64_t hash(const ah_key &k) { return ah_key_hash64(k); }
+	/* The home bucket of a key in a table of nb buckets (a power of two),
+	 * and its 8-bit fingerprint in the neighbourhood hints: exposed for
+	 * tests that need keys with the same home or the same fingerprint. */
+	static inline uint32_t home_of(uint64_t hv, uint32_t nb) { return uint32_t(hv) & (nb - 1); }
+	static inline uint8_t fingerprint(uint64_t hv) { return fp_of(hv); }
 
 	/* Allocates the table (NOT multi-writer safe: writer thread only), for
 	 * capacity entries on NUMA node socket. qs is the QSBR variable the
@@ -184,6 +192,7 @@ public:
 				store_word(&b[slot].kw[w], kw[w]);
 			store_word(&b[slot].hw, pack(h));
 			__atomic_store_n(&b[slot].tag, tag, __ATOMIC_RELEASE);
+			set_hop(b, mask, uint32_t(hv) & mask, slot, fp_of(hv));
 			live_++;
 			return 0;
 		}
@@ -211,6 +220,7 @@ public:
 				continue;
 			live_--;
 			tombs_++;
+			clear_hop(b, mask, uint32_t(hv) & mask, i);
 			if (qs_ == nullptr) {
 				__atomic_store_n(&b[i].tag, st_free, __ATOMIC_RELEASE);
 			} else {
@@ -246,19 +256,28 @@ public:
 
 	/* Data path: looks up n <= 64 keys (more are ignored). out[i] is the
 	 * handle or ah_null; bit i of *hit_mask is set on a hit. Returns the
-	 * number of hits.
+	 * number of hits. If probed is given, bit i of *probed is set if key i
+	 * took the plain probe loop (diagnostics and tests: every key does in
+	 * a table small enough for the per-key loop).
 	 *
-	 * Pipelined: all hashes are computed and all home buckets prefetched
-	 * before the first probe, so the n cache misses overlap. Then in rounds:
-	 * each key still pending checks its current bucket without a branch on
-	 * the outcome (tag and key compared unconditionally). A key that
-	 * neither hit nor met an empty bucket moves on: when it leaves its home
-	 * bucket the next probe_ahead buckets are prefetched at once (at 1/2
-	 * load ~24% of keys are displaced, ~10% by 2 or more, so a burst of 32
-	 * nearly always has some), later one more each round; the leftover keys
-	 * of a burst then cost about one more (TLB-warm, same page) miss
-	 * between them, not one per bucket. */
-	unsigned lookup_bulk(const ah_key *keys, unsigned n, ah_handle *out, uint64_t *hit_mask) const
+	 * Pipelined, for tables of small_table buckets or more: all hashes are
+	 * computed and all home buckets prefetched before the first check, so
+	 * the n cache misses overlap. Then each key checks its home bucket
+	 * without a branch on the outcome (tag and key compared
+	 * unconditionally); a key not at home reads, from the same line, its
+	 * home's neighbourhood hints (hop, hfw: which of the next 15 buckets
+	 * hold keys homed here, and their 8-bit fingerprints) and prefetches
+	 * the first neighbour with its fingerprint. At 1/2 load ~24% of keys
+	 * are displaced, so a burst of 32 nearly always has some; they then
+	 * cost one line each and one miss latency between them, instead of a
+	 * linear probe of up to several rounds. A key that is not at home and
+	 * not in the hinted neighbour (another key with the same fingerprint,
+	 * 1/256 per displaced neighbour; a key homed here lies 16 or more
+	 * buckets away; or the bucket changed under the reader) takes the
+	 * plain probe. A missing key costs its home line only, unless a
+	 * neighbour shares its fingerprint. */
+	unsigned lookup_bulk(const ah_key *keys, unsigned n, ah_handle *out, uint64_t *hit_mask,
+			     uint64_t *probed = nullptr) const
 	{
 		if (unlikely(n > max_bulk))
 			n = max_bulk;
@@ -272,19 +291,23 @@ public:
 			for (unsigned i = 0; i < n; i++)
 				m |= uint64_t(probe(t, keys[i], &out[i])) << i;
 			*hit_mask = m;
+			if (probed != nullptr)
+				*probed = n == 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
 			return unsigned(__builtin_popcountll(m));
 		}
 		uint32_t pos[max_bulk], tag[max_bulk];
+		uint8_t fp[max_bulk];
 		for (unsigned i = 0; i < n; i++) {
 			const uint64_t hv = hash(keys[i]);
 			pos[i] = uint32_t(hv) & mask;
 			tag[i] = tag_of(hv);
+			fp[i] = fp_of(hv);
 			rte_prefetch0(&b[pos[i]]);
 		}
-		uint64_t hits = 0, next = 0;
-		/* One check of key i at its current bucket; returns 1 if it must
-		 * go on to the next bucket. */
-		auto step = [&](unsigned i) -> uint32_t {
+		/* One check of key i at bucket pos[i], without a branch on the
+		 * outcome; true on a hit. */
+		uint64_t hits = 0;
+		auto check = [&](unsigned i) -> bool {
 			const bucket &e = b[pos[i]];
 			const uint32_t s = __atomic_load_n(&e.tag, __ATOMIC_ACQUIRE);
 			uint64_t kw[4];
@@ -298,30 +321,40 @@ public:
 				hit = s == tag[i] && key_eq(e, kw);
 				hw = hit ? load_word(&e.hw) : null_word;
 			}
-			const uint32_t more = uint32_t(!hit & (s != st_empty));
 			const uint64_t sel = uint64_t(0) - uint64_t(hit); /* all ones on a hit */
 			out[i] = unpack((hw & sel) | (null_word & ~sel));
 			hits |= uint64_t(hit) << i;
-			next |= uint64_t(more) << i;
-			pos[i] = (pos[i] + more) & mask;
-			return more;
+			return hit;
 		};
-		/* The prefetches are unconditional (no branch): for a key that is
-		 * done they touch its current, cached bucket again. */
+		/* Home buckets. A key not at home takes its neighbourhood hint
+		 * from the same line: the first neighbour with its fingerprint,
+		 * prefetched at once (one more line, not a probe). */
+		uint64_t away = 0, slow = 0;
 		for (unsigned i = 0; i < n; i++) {
-			const uint32_t more = step(i);
-			for (uint32_t k = 0; k < probe_ahead; k++)
-				rte_prefetch0(&b[(pos[i] + more * k) & mask]);
+			const bucket &e = b[pos[i]];
+			const uint32_t miss = !check(i);
+			const uint32_t m = hop_match(e, fp[i]);
+			const uint32_t near = m & ~1u;
+			away |= uint64_t(miss & (near != 0)) << i;
+			slow |= uint64_t(miss & m) << i; /* bit 0: keys beyond */
+			const uint32_t d = (uint32_t(__builtin_ctz(near | 1u << hop_span)) & (hop_span - 1)) & (0u - miss);
+			pos[i] = (pos[i] + d) & mask;
+			rte_prefetch0(&b[pos[i]]);
 		}
-		for (uint32_t round = 0; next != 0 && round < mask; round++) {
-			const uint64_t unresolved = next;
-			next = 0;
-			for (uint64_t w = unresolved; w != 0; w &= w - 1) {
-				const unsigned i = unsigned(__builtin_ctzll(w));
-				const uint32_t more = step(i);
-				rte_prefetch0(&b[(pos[i] + more * (probe_ahead - 1)) & mask]);
-			}
+		/* The displaced keys, one bucket each. A wrong guess (another key
+		 * with the same fingerprint, or a bucket changing under us) and
+		 * homes with keys beyond the neighbourhood take the plain probe. */
+		for (uint64_t w = away; w != 0; w &= w - 1) {
+			const unsigned i = unsigned(__builtin_ctzll(w));
+			slow |= uint64_t(!check(i)) << i;
 		}
+		slow &= ~hits;
+		for (uint64_t w = slow; w != 0; w &= w - 1) {
+			const unsigned i = unsigned(__builtin_ctzll(w));
+			hits |= uint64_t(probe(t, keys[i], &out[i])) << i;
+		}
+		if (probed != nullptr)
+			*probed = slow;
 		*hit_mask = hits;
 		return unsigned(__builtin_popcountll(hits));
 	}
@@ -338,6 +371,7 @@ public:
 private:
 	static constexpr uint32_t st_empty = 0, st_wait = 1, st_free = 2;
 	static constexpr uint32_t probe_ahead = 3; /* buckets prefetched past home */
+	static constexpr uint32_t hop_span = 16;   /* neighbourhood: home + 1..15 */
 	static constexpr uint32_t small_table = 4096; /* buckets (256 KiB): no pipelining */
 
 	/* The key as four words and the handle as one, so that readers load
@@ -346,6 +380,16 @@ private:
 		uint64_t kw[4]; /* the ah_key */
 		uint64_t hw;    /* the ah_handle (pack) */
 		uint32_t tag;
+		/* The neighbourhood of this bucket as a home (a hint, see
+		 * set_hop): bit d (1..15) of hop is set while bucket i + d holds
+		 * a live key whose home is i, and hfp[d] is that key's
+		 * fingerprint; bit 0 is set (until a rebuild) once a key homed
+		 * here was placed 16 or more buckets away. The fingerprints are
+		 * kept in two words so that readers load them with relaxed atomic
+		 * loads (plain moves) while the writer updates them. */
+		uint16_t hop;
+		uint16_t pad;
+		uint64_t hfw[2]; /* hfp[d] is byte d (little-endian) of hfw[d / 8] */
 	};
 	static_assert(sizeof(ah_key) == 4 * sizeof(uint64_t));
 	static_assert(sizeof(ah_handle) == sizeof(uint64_t));
@@ -367,6 +411,53 @@ private:
 	};
 
 	static inline uint32_t tag_of(uint64_t hv) { return uint32_t(hv >> 32) | 0x80000000u; }
+	/* 8 bits of the hash apart from the index and most tag bits. */
+	static inline uint8_t fp_of(uint64_t hv) { return uint8_t(hv >> 40); }
+
+	/* The neighbourhood hint (writer): a key homed at home now lives at
+	 * slot (set) or no longer does (clear). Relaxed stores: a reader
+	 * takes the hint only as far as the bucket it points to confirms it
+	 * (tag with an acquire load, then the key), and falls back to the
+	 * plain probe when it does not. */
+	static inline void set_hop(bucket *b, uint32_t mask, uint32_t home, uint32_t slot, uint8_t fp)
+	{
+		const uint32_t d = (slot - home) & mask;
+		bucket &h = b[home];
+		if (d == 0)
+			return;
+		if (d < hop_span) {
+			const unsigned sh = 8 * (d % 8);
+			const uint64_t w = (h.hfw[d / 8] & ~(uint64_t(0xff) << sh)) | uint64_t(fp) << sh;
+			__atomic_store_n(&h.hfw[d / 8], w, __ATOMIC_RELAXED);
+			__atomic_store_n(&h.hop, uint16_t(h.hop | 1u << d), __ATOMIC_RELEASE);
+		} else {
+			__atomic_store_n(&h.hop, uint16_t(h.hop | 1u), __ATOMIC_RELEASE);
+		}
+	}
+	static inline void clear_hop(bucket *b, uint32_t mask, uint32_t home, uint32_t slot)
+	{
+		const uint32_t d = (slot - home) & mask;
+		bucket &h = b[home];
+		if (d != 0 && d < hop_span)
+			__atomic_store_n(&h.hop, uint16_t(h.hop & ~(1u << d)), __ATOMIC_RELEASE);
+	}
+	/* Bit d (1..15) set if e's neighbour d holds a key homed at e with
+	 * fingerprint fp; bit 0 if a key homed at e may lie beyond. */
+	static inline uint32_t hop_match(const bucket &e, uint8_t fp)
+	{
+		const uint32_t hop = __atomic_load_n(&e.hop, __ATOMIC_ACQUIRE);
+		const uint64_t w0 = __atomic_load_n(&e.hfw[0], __ATOMIC_RELAXED);
+		const uint64_t w1 = __atomic_load_n(&e.hfw[1], __ATOMIC_RELAXED);
+#if defined(__SSE2__)
+		const __m128i v = _mm_set_epi64x(int64_t(w1), int64_t(w0));
+		const uint32_t m = uint32_t(_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(char(fp)))));
+#else
+		uint32_t m = 0;
+		for (uint32_t d = 0; d < hop_span; d++)
+			m |= uint32_t(uint8_t((d < 8 ? w0 : w1) >> (8 * (d % 8))) == fp) << d;
+#endif
+		return hop & (m | 1u);
+	}
 	/* The handle as one word, in its own memory layout. */
 	static inline uint64_t pack(ah_handle h) { return std::bit_cast<uint64_t>(h); }
 	static inline ah_handle unpack(uint64_t v) { return std::bit_cast<ah_handle>(v); }
@@ -477,10 +568,14 @@ private:
 				continue;
 			ah_key k;
 			memcpy(&k, ob[i].kw, sizeof(k));
-			uint32_t j = uint32_t(hash(k)) & mask;
+			const uint64_t hv = hash(k);
+			uint32_t j = uint32_t(hv) & mask;
 			while (nb[j].tag != st_empty)
 				j = (j + 1) & mask;
-			nb[j] = ob[i];
+			memcpy(nb[j].kw, ob[i].kw, sizeof(nb[j].kw));
+			nb[j].hw = ob[i].hw;
+			nb[j].tag = s;
+			set_hop(nb, mask, uint32_t(hv) & mask, j, fp_of(hv));
 		}
 		__atomic_store_n(&tab_, n, __ATOMIC_RELEASE);
 		pending_.clear(); /* the old table's tombstones go with it */
