@@ -1,8 +1,8 @@
 // Destination resolution (ah_key -> ah_handle) in bursts of 32, side by side:
 //   dest_cache_bulk   rdgram::dest_cache::lookup_bulk (hash all, prefetch all
-//                     home buckets, then probe in rounds; key inline in the
-//                     bucket; tables <= 256 KiB, e.g. the 1k one, take the
-//                     plain per-key loop instead)
+//                     home buckets, check them; displaced keys take their
+//                     bucket from the home line's neighbourhood hints and
+//                     cost one more line each; key inline in the bucket)
 //   dest_cache_single rdgram::dest_cache::lookup, 32 calls (no pipelining)
 //   rte_hash          rte_hash_lookup_bulk_data, key_len 32, rte_hash_crc,
 //                     data = the handle; no extra flags (its fastest mode,

@@ -257,10 +257,9 @@ public:
 	/* Data path: looks up n <= 64 keys (more are ignored). out[i] is the
 	 * handle or ah_null; bit i of *hit_mask is set on a hit. Returns the
 	 * number of hits. If probed is given, bit i of *probed is set if key i
-	 * took the plain probe loop (diagnostics and tests: every key does in
-	 * a table small enough for the per-key loop).
+	 * took the plain probe loop (diagnostics and tests).
 	 *
-	 * Pipelined, for tables of small_table buckets or more: all hashes are
+	 * Pipelined: all hashes are
 	 * computed and all home buckets prefetched before the first check, so
 	 * the n cache misses overlap. Then each key checks its home bucket
 	 * without a branch on the outcome (tag and key compared
@@ -284,17 +283,6 @@ public:
 		const table *t = __atomic_load_n(&tab_, __ATOMIC_ACQUIRE);
 		const bucket *b = buckets(t);
 		const uint32_t mask = t->mask;
-		if (mask < small_table) {
-			/* The whole table fits in L2: nothing to overlap, and the
-			 * plain probe loop runs fewer instructions. */
-			uint64_t m = 0;
-			for (unsigned i = 0; i < n; i++)
-				m |= uint64_t(probe(t, keys[i], &out[i])) << i;
-			*hit_mask = m;
-			if (probed != nullptr)
-				*probed = n == 64 ? ~uint64_t(0) : (uint64_t(1) << n) - 1;
-			return unsigned(__builtin_popcountll(m));
-		}
 		uint32_t pos[max_bulk], tag[max_bulk];
 		uint8_t fp[max_bulk];
 		for (unsigned i = 0; i < n; i++) {
@@ -372,7 +360,6 @@ private:
 	static constexpr uint32_t st_empty = 0, st_wait = 1, st_free = 2;
 	static constexpr uint32_t probe_ahead = 3; /* buckets prefetched past home */
 	static constexpr uint32_t hop_span = 16;   /* neighbourhood: home + 1..15 */
-	static constexpr uint32_t small_table = 4096; /* buckets (256 KiB): no pipelining */
 
 	/* The key as four words and the handle as one, so that readers load
 	 * them a word at a time: see load_word. */
