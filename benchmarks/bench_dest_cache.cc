@@ -244,7 +244,9 @@ void sizes(benchmark::internal::Benchmark *b) {
 }
 
 // Paired: dest_cache_bulk and rte_hash in one loop, alternating timed blocks
-// of 256 bursts over the same query stream (each block starts where the
+// of 2048 bursts (~2 ms; long enough that the switch from one table to the
+// other, whose pages the TLB then has to relearn, is a few per cent of a
+// block) over the same query stream (each block starts where the
 // other left off in it), so that the host's contention, which on a shared
 // VM drifts by 2x within seconds, hits both alike. Reports both rates
 // (totals) and ratio = the median over pairs of (dest_cache rate / rte_hash
@@ -258,7 +260,7 @@ void BM_paired(benchmark::State &state) {
         state.SkipWithError("build or verification failed");
         return;
     }
-    constexpr unsigned kBlock = 256;
+    constexpr unsigned kBlock = 2048;
     const size_t q = d.queries.size();
     size_t pos = 0;
     uint64_t hits = 0, sink = 0, ta = 0, tb = 0, blocks = 0;
