@@ -82,9 +82,7 @@
 #include <rte_malloc.h>
 #include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include <rte_vect.h>
 
 #include "rdgram/ah_registry.h"
 #include "rdgram/tsan.h"
@@ -270,21 +268,20 @@ public:
 	 * number of hits. If probed is given, bit i of *probed is set if key i
 	 * took the plain probe loop (diagnostics and tests).
 	 *
-	 * Pipelined: all hashes are
-	 * computed and all home buckets prefetched before the first check, so
-	 * the n cache misses overlap. Then each key checks its home bucket
-	 * without a branch on the outcome (tag and key compared
-	 * unconditionally); a key not at home reads, from the same line, its
-	 * home's neighbourhood hints (hop, hfw: which of the next 15 buckets
-	 * hold keys homed here, and their 8-bit fingerprints) and prefetches
-	 * the first neighbour with its fingerprint. At 1/2 load ~24% of keys
-	 * are displaced, so a burst of 32 nearly always has some; they then
-	 * cost one line each and one miss latency between them, instead of a
-	 * linear probe of up to several rounds. A key that is not at home and
-	 * not in the hinted neighbour (another key with the same fingerprint,
-	 * 1/256 per displaced neighbour; a key homed here lies 16 or more
-	 * buckets away; or the bucket changed under the reader) takes the
-	 * plain probe. A missing key costs its home line only, unless a
+	 * Pipelined: all hashes are computed and all home buckets prefetched
+	 * before the first check, so the n cache misses overlap. Then each key
+	 * checks its home bucket without a branch on the outcome (tag and key
+	 * compared unconditionally). A key not at home reads, from the same
+	 * line, its home's neighbourhood hints (hop, hfw: which of the next 15
+	 * buckets hold keys homed here, and their 8-bit fingerprints) and
+	 * prefetches the first neighbour with its fingerprint. At 1/2 load ~24%
+	 * of keys are displaced, so a burst of 32 nearly always has some; they
+	 * then cost one line each and one miss latency between them, instead
+	 * of a linear probe of up to several rounds. A key that is not at home
+	 * and not in the hinted neighbour (another key with the same
+	 * fingerprint, 1/256 per displaced neighbour; a key homed here lies 16
+	 * or more buckets away; or the bucket changed under the reader) takes
+	 * the plain probe. A missing key costs its home line only, unless a
 	 * neighbour shares its fingerprint. */
 	unsigned lookup_bulk(const ah_key *keys, unsigned n, ah_handle *out, uint64_t *hit_mask,
 			     uint64_t *probed = nullptr) const
@@ -408,7 +405,9 @@ private:
 	};
 
 	static inline uint32_t tag_of(uint64_t hv) { return uint32_t(hv >> 32) | 0x80000000u; }
-	/* 8 bits of the hash apart from the index and most tag bits. */
+	/* Bits 40..47 of the hash: above the index bits of any table (at most
+	 * 2^31 buckets). They are also tag bits, which costs nothing: a
+	 * fingerprint only picks the bucket whose tag and key are compared. */
 	static inline uint8_t fp_of(uint64_t hv) { return uint8_t(hv >> 40); }
 
 	/* The neighbourhood hint (writer): a key homed at home now lives at
