@@ -77,6 +77,8 @@ struct verbs_counters {
 	uint64_t rx_no_mbuf;     /* receive refill short of mbufs */
 	uint64_t rx_unregistered; /* receive mbuf outside registered memory (freed) */
 	uint64_t cq_poll_errors; /* ibv_poll_cq returned < 0 */
+	uint64_t rx_unknown_wr;  /* receive completion for a buffer this queue did not post (not freed) */
+	uint64_t rx_reclaimed;   /* receive buffers freed at teardown, never completed (no flush) */
 };
 
 /* What a queue is made of (verbs_device::create_queue fills it; a test may
@@ -117,10 +119,12 @@ public:
 		    p.rx_pool == nullptr || p.ops == nullptr)
 			return EINVAL;
 		p_ = p;
+		p_.tx.own_qkey = p.qkey;
 		if (int e = ring_.init(p.sq_depth); e != 0)
 			return e;
+		if (int e = rx_.init(p.rq_depth); e != 0)
+			return e;
 		since_ = 0;
-		posted_rx_ = 0;
 		memset(&ctr_, 0, sizeof(ctr_));
 		memset(&vctr_, 0, sizeof(vctr_));
 		return 0;
@@ -137,7 +141,7 @@ public:
 	const verbs_queue_parts &parts() const { return p_; }
 	uint32_t max_inline() const { return p_.tx.max_inline; }
 	/* Receive WRs posted and not yet completed. */
-	uint32_t rx_posted() const { return posted_rx_; }
+	uint32_t rx_posted() const { return rx_.outstanding(); }
 	/* Send WRs posted whose completion has not been seen (unsignalled
 	 * ones included: they are known done only when a later signalled WR
 	 * completes). */
@@ -211,7 +215,11 @@ public:
 		uint16_t out = 0;
 		for (int i = 0; i < got; i++) {
 			auto *m = reinterpret_cast<rte_mbuf *>(uintptr_t(wc[i].wr_id));
-			posted_rx_--;
+			if (unlikely(!rx_.complete(m))) {
+				/* Not a buffer of this queue: never free it. */
+				vctr_.rx_unknown_wr++;
+				continue;
+			}
 			if (i + 1 < got)
 				rte_prefetch0(rte_pktmbuf_mtod(
 					reinterpret_cast<rte_mbuf *>(uintptr_t(wc[i + 1].wr_id)), void *));
@@ -229,17 +237,25 @@ public:
 			ctr_.rx_bytes += wc[i].byte_len - wire::grh_len;
 			out++;
 		}
-		if (p_.rq_depth - posted_rx_ >= p_.recv_batch)
+		if (p_.rq_depth - rx_.outstanding() >= p_.recv_batch)
 			refill();
 		return out;
 	}
 
 	/* Queue teardown (control path, after the QP moved to the error state
-	 * and was destroyed): frees the send mbufs still recorded. Receive
-	 * buffers come back as flush completions (see verbs_device). */
+	 * and was destroyed): frees the send mbufs still recorded. */
 	void release_tx()
 	{
 		ring_.drain([](rte_mbuf *m) { rte_pktmbuf_free(m); });
+	}
+	/* Queue teardown (control path, after the QP was destroyed): frees
+	 * the receive buffers no flush completion gave back (rx_ring: rxe
+	 * flushes none). Returns how many. */
+	uint32_t release_rx()
+	{
+		const uint32_t n = rx_.drain([](rte_mbuf *m) { rte_pktmbuf_free(m); });
+		vctr_.rx_reclaimed += n;
+		return n;
 	}
 	/* Polls both CQs once, freeing what completes (teardown: flush
 	 * completions after the QP entered the error state). Returns how many
@@ -250,8 +266,11 @@ public:
 		ibv_wc wc[max_burst];
 		int got = p_.ops->poll_cq(p_.recv_cq, max_burst, wc);
 		for (int i = 0; i < got; i++) {
-			rte_pktmbuf_free(reinterpret_cast<rte_mbuf *>(uintptr_t(wc[i].wr_id)));
-			posted_rx_--;
+			auto *m = reinterpret_cast<rte_mbuf *>(uintptr_t(wc[i].wr_id));
+			if (rx_.complete(m))
+				rte_pktmbuf_free(m);
+			else
+				vctr_.rx_unknown_wr++;
 		}
 		return seen + unsigned(got > 0 ? got : 0);
 	}
@@ -280,7 +299,7 @@ private:
 	 * each) while a whole batch fits. */
 	void refill()
 	{
-		while (p_.rq_depth - posted_rx_ >= p_.recv_batch) {
+		while (p_.rq_depth - rx_.outstanding() >= p_.recv_batch && rx_.room() >= p_.recv_batch) {
 			const unsigned k = p_.recv_batch;
 			rte_mbuf *ms[max_burst];
 			if (unlikely(rte_pktmbuf_alloc_bulk(p_.rx_pool, ms, k) != 0)) {
@@ -306,7 +325,8 @@ private:
 				for (unsigned j = posted; j < c; j++)
 					rte_pktmbuf_free(ms[j]);
 			}
-			posted_rx_ += posted;
+			for (unsigned j = 0; j < posted; j++)
+				rx_.push(ms[j]);
 			if (posted < k)
 				return;
 		}
@@ -315,8 +335,8 @@ private:
 	verbs_queue_parts p_{};
 	tx_ring ring_;
 	tx_chain chain_;
+	rx_ring rx_;
 	uint32_t since_ = 0;
-	uint32_t posted_rx_ = 0;
 	qp_counters ctr_{};
 	verbs_counters vctr_{};
 };

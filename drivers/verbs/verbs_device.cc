@@ -461,10 +461,10 @@ void verbs_device::destroy_queue(verbs_queue &q)
 			idle = q.drain_once() != 0 ? 0 : idle + 1;
 	}
 	ibv_destroy_qp(p.qp);
-	/* The QP is gone: nothing reads the send buffers any more. Receive
-	 * buffers not flushed stay with the device's memory until the pool
-	 * is freed. */
+	/* The QP is gone: the device reads no send buffer and writes no
+	 * receive buffer any more; free those no completion gave back. */
 	q.release_tx();
+	q.release_rx();
 	ibv_destroy_cq(p.send_cq);
 	ibv_destroy_cq(p.recv_cq);
 	q.detach();

@@ -278,12 +278,103 @@ private:
 	uint64_t head_ = 0, tail_ = 0;
 };
 
+/* -------------------------------------------------------- receive ring */
+
+/*
+ * The receive queue's posted buffers, in posting order, so that the driver
+ * itself can give back every buffer the device still holds once the QP is
+ * destroyed. Moving a QP to the error state should flush each posted
+ * receive WR with a completion (ibv_modify_qp(3), IBA 10.3.1), but rxe on
+ * Linux 6.1 flushes none for a UD QP: without this ring those buffers were
+ * lost to the pool. A receive queue completes in order (IBA 10.8.3), so a
+ * completion is normally the oldest entry; one that is not (a provider
+ * that reorders) leaves a hole that is skipped once the entries before it
+ * complete. (NOT multi-thread safe: owned by one poll thread.)
+ */
+class rx_ring {
+public:
+	/* depth: the receive queue's size. Room is twice that (rounded up to
+	 * a power of two), so holes left by reordered completions do not
+	 * stop the refill. 0 or EINVAL. */
+	int init(uint32_t depth)
+	{
+		if (depth == 0 || depth > (1u << 20))
+			return EINVAL;
+		uint32_t cap = 1;
+		while (cap < 2 * depth)
+			cap <<= 1;
+		slots_.assign(cap, nullptr);
+		mask_ = cap - 1;
+		head_ = tail_ = 0;
+		live_ = 0;
+		return 0;
+	}
+	/* Buffers posted and not completed. */
+	uint32_t outstanding() const { return live_; }
+	/* Entries that can still be recorded. */
+	uint32_t room() const { return uint32_t(slots_.size() - (tail_ - head_)); }
+
+	/* Records a posted buffer. The caller checked room(). */
+	void push(rte_mbuf *m)
+	{
+		slots_[tail_++ & mask_] = m;
+		live_++;
+	}
+	/* A completion for buffer m: true, or false for a buffer never
+	 * recorded (or already completed). */
+	bool complete(const rte_mbuf *m)
+	{
+		if (likely(head_ != tail_ && slots_[head_ & mask_] == m)) {
+			slots_[head_++ & mask_] = nullptr;
+			live_--;
+			skip_holes();
+			return true;
+		}
+		for (uint64_t s = head_; s != tail_; s++)
+			if (slots_[s & mask_] == m) {
+				slots_[s & mask_] = nullptr;
+				live_--;
+				return true;
+			}
+		return false;
+	}
+	/* Gives every recorded buffer to f and forgets them (queue teardown,
+	 * after the QP is destroyed: the device writes none of them any
+	 * more). Returns how many. */
+	template <class F> uint32_t drain(F &&f)
+	{
+		uint32_t n = 0;
+		for (; head_ != tail_; head_++) {
+			rte_mbuf *&m = slots_[head_ & mask_];
+			if (m != nullptr) {
+				f(m);
+				m = nullptr;
+				n++;
+			}
+		}
+		live_ = 0;
+		return n;
+	}
+
+private:
+	void skip_holes()
+	{
+		while (head_ != tail_ && slots_[head_ & mask_] == nullptr)
+			head_++;
+	}
+	std::vector<rte_mbuf *> slots_;
+	uint32_t mask_ = 0;
+	uint32_t live_ = 0;
+	uint64_t head_ = 0, tail_ = 0;
+};
+
 /* ---------------------------------------------------------- send chain */
 
 inline constexpr unsigned chain_max = 32;
 
 struct tx_params {
 	uint32_t max_inline = 0;   /* the QP's cap.max_inline_data */
+	uint32_t own_qkey = 0;     /* the QP's Q_Key, for a WR's controlled (high-bit) Q_Key (attach sets it) */
 	uint32_t mtu = 4096;       /* largest UD payload */
 	uint32_t signal_every = 32; /* IBV_SEND_SIGNALED on one WR in this many */
 };
@@ -330,7 +421,8 @@ struct tx_chain {
  * a send_inline payload that does not fit is copied into an mbuf from
  * alloc() (registered memory: the caller's buffer is theirs again when
  * tx_burst returns; none: stop, no_mbuf); a non-inline buffer needs an
- * lkey (mrs; none: bad_mbuf). send_imm selects SEND_WITH_IMM,
+ * lkey (mrs; none: bad_mbuf). A remote Q_Key with the high bit set
+ * becomes p.own_qkey. send_imm selects SEND_WITH_IMM,
  * send_solicited IBV_SEND_SOLICITED. Every p.signal_every-th WR posted on
  * the queue (since counts across bursts) is signalled, so unsignalled WRs
  * in flight never exceed signal_every - 1 and the ring always drains.
@@ -428,9 +520,12 @@ inline void build_send_chain(const send_wr *wrs, unsigned n, const tx_params &p,
 		r.send_flags = f;
 		r.wr.ud.ah = ah;
 		r.wr.ud.remote_qpn = w.remote_qpn;
-		/* High bit set: the QP's own Q_Key. Verbs does that itself
-		 * (ibv_post_send(3), IBA 10.2.5), so it goes as is. */
-		r.wr.ud.remote_qkey = w.remote_qkey;
+		/* High bit set: the QP's own Q_Key (IBA 10.2.5, as the soft,
+		 * mlx5 and EFA drivers do). Resolved here, not left to the
+		 * provider: rxe puts wr.ud.remote_qkey in the DETH as it is
+		 * (rxe_req.c init_req_packet), and the receiver then drops
+		 * the datagram for a Q_Key mismatch without a trace. */
+		r.wr.ud.remote_qkey = (w.remote_qkey & 0x80000000u) ? p.own_qkey : w.remote_qkey;
 		c.src[k] = uint16_t(i);
 		c.len[k] = len;
 		c.fresh[k] = fresh;

@@ -327,6 +327,7 @@ struct chain_fixture {
 		p.max_inline = 64;
 		p.mtu = 1024;
 		p.signal_every = 4;
+		p.own_qkey = 0x11111111;
 	}
 	rte_mbuf *mbuf_of(uint16_t len, uint8_t fill)
 	{
@@ -383,7 +384,10 @@ TEST(VerbsChain, PostlistSignallingInlineImm)
 		EXPECT_EQ(r.num_sge, 1);
 	}
 	EXPECT_EQ(since, 2u); /* 9th and 10th unsignalled so far */
-	EXPECT_EQ(c.wr[0].wr.ud.remote_qkey, 0x80000000u);
+	/* A controlled Q_Key (high bit) is the QP's own, resolved here: rxe
+	 * sends the WR's value as it is. A plain one goes unchanged. */
+	EXPECT_EQ(c.wr[0].wr.ud.remote_qkey, 0x11111111u);
+	EXPECT_EQ(c.wr[3].wr.ud.remote_qkey, 0x1234u);
 	EXPECT_EQ(c.wr[0].opcode, IBV_WR_SEND);
 	EXPECT_EQ(c.wr[1].opcode, IBV_WR_SEND_WITH_IMM);
 	EXPECT_EQ(c.wr[1].imm_data, rte_cpu_to_be_32(0xdeadbeef));
@@ -682,7 +686,10 @@ int model_post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 		}
 		auto *ah = reinterpret_cast<model_ah *>(wr->wr.ud.ah);
 		auto it = md.qps.find(wr->wr.ud.remote_qpn);
-		const uint32_t qkey = (wr->wr.ud.remote_qkey & 0x80000000u) ? src->qkey : wr->wr.ud.remote_qkey;
+		/* The Q_Key goes on the wire as the WR gives it, as rxe's
+		 * requester does (it does not apply IBA 10.2.5's high-bit rule:
+		 * the driver must). */
+		const uint32_t qkey = wr->wr.ud.remote_qkey;
 		if (it != md.qps.end() && it->second->qkey != qkey) {
 			md.qkey_drops++;
 		} else if (it != md.qps.end()) {
@@ -966,4 +973,67 @@ TEST(VerbsQueueModel, StaleAhRefusedPostFullQueueAndErrors)
 	mp.q[0].tx_flush();
 	/* The unsignalled send above is still outstanding (its mbuf with it). */
 	EXPECT_EQ(mp.pool.in_use(), posted_rx() + mp.q[0].tx_outstanding());
+}
+
+/* rxe (Linux 6.1) flushes no posted receive WR of a UD QP when it moves to
+ * the error state: the queue itself must give those buffers back once the
+ * QP is destroyed. Also: a reordered completion leaves a hole the ring
+ * skips, and a completion for a buffer the queue never posted is counted
+ * and not freed. */
+TEST(VerbsQueueModel, ReceiveBuffersBackWithoutFlush)
+{
+	model_pair mp;
+	EXPECT_EQ(mp.pool.in_use(), 256u);
+
+	/* Three datagrams; the model's receive queue completes in order. */
+	std::vector<send_wr> w;
+	uint8_t pay[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	for (int i = 0; i < 3; i++)
+		w.push_back(send_wr{mp.h1, 0x200, 0x11111111, nullptr, pay, sizeof(pay), 0, send_inline});
+	ASSERT_EQ(mp.q[0].tx_burst(w.data(), 3), 3);
+	std::vector<recv_wc> got;
+	ASSERT_EQ(mp.receive_all(got), 3u);
+	for (auto &r : got)
+		rte_pktmbuf_free(r.mbuf);
+
+	/* Out of order: the 3rd posted buffer of queue 1 completes first
+	 * (in error, so it is simply freed), then the 1st, then the 2nd. */
+	ASSERT_GE(mp.mq[1].rq.size(), 3u);
+	const uint64_t ids[3] = {mp.mq[1].rq[2].wr_id, mp.mq[1].rq[0].wr_id, mp.mq[1].rq[1].wr_id};
+	mp.mq[1].rq.erase(mp.mq[1].rq.begin(), mp.mq[1].rq.begin() + 3);
+	const uint32_t before = mp.q[1].rx_posted();
+	for (uint64_t id : ids) {
+		ibv_wc e{};
+		e.wr_id = id;
+		e.status = IBV_WC_WR_FLUSH_ERR;
+		mp.cq[3].q.push_back(e);
+	}
+	/* And one the queue never posted. */
+	rte_mbuf *foreign = rte_pktmbuf_alloc(mp.pool.mp);
+	ibv_wc e{};
+	e.wr_id = reinterpret_cast<uintptr_t>(foreign);
+	e.status = IBV_WC_SUCCESS;
+	e.byte_len = 48;
+	mp.cq[3].q.push_back(e);
+	recv_wc r[8];
+	EXPECT_EQ(mp.q[1].rx_burst(r, 8), 0);
+	EXPECT_EQ(mp.q[1].verbs_stats().rx_wc_errors, 3u);
+	EXPECT_EQ(mp.q[1].verbs_stats().rx_unknown_wr, 1u);
+	EXPECT_EQ(rte_mbuf_refcnt_read(foreign), 1u); /* not freed by the queue */
+	rte_pktmbuf_free(foreign);
+	EXPECT_EQ(mp.q[1].rx_posted(), before - 3);
+
+	/* Teardown as on rxe: the QP is destroyed, no flush completion
+	 * comes. The device forgets its receive queue; the queue frees
+	 * every buffer itself. */
+	mp.q[0].tx_flush();
+	for (int i = 0; i < 2; i++) {
+		mp.q[i].release_tx();
+		const uint32_t posted = mp.q[i].rx_posted();
+		EXPECT_EQ(mp.q[i].release_rx(), posted);
+		EXPECT_EQ(mp.q[i].verbs_stats().rx_reclaimed, posted);
+		EXPECT_EQ(mp.q[i].rx_posted(), 0u);
+		mp.mq[i].rq.clear();
+	}
+	EXPECT_EQ(mp.pool.in_use(), 0u);
 }
