@@ -3,7 +3,22 @@
 # Install the Debian 12 packages rdgram's build, tests, apps and benchmarks
 # need -- only those that are missing. Idempotent; a no-op run takes well
 # under a second (one dpkg-query call, no apt).
+#
+# usage: install-deps.sh [lab]
+#   (none)  what the build, the tests, the apps and the benchmarks need
+#   lab     what the lab needs (tests/lab/: a QEMU guest running Linux's
+#           rdma_rxe, with rdma-core's and perftest's tools on its side)
 set -euo pipefail
+
+set_name=${1:-build}
+case "$set_name" in
+build) ;;
+lab) ;;
+*)
+	echo "usage: $0 [lab]" >&2
+	exit 2
+	;;
+esac
 
 PKGS=(
 	meson ninja-build pkg-config g++
@@ -17,6 +32,14 @@ PKGS=(
 	gnuplot-nox                    # rdgram-perf --hist-plot
 	clang libclang-rt-dev llvm     # fuzz/: clang, libFuzzer+ASan runtimes, llvm-symbolizer
 )
+if [[ $set_name == lab ]]; then
+	PKGS=(
+		qemu-system-x86 linux-image-amd64 # the guest: TCG, Debian's kernel (rdma_rxe)
+		busybox-static cpio kmod          # its initramfs; modprobe --show-depends
+		ibverbs-providers ibverbs-utils rdmacm-utils perftest # rxe's provider, the peers
+		iproute2                          # rdma link add rxe0; the namespace and the tap
+	)
+fi
 
 # One dpkg-query for all packages: prints "<pkg> <status>" for known ones;
 # unknown packages go to stderr and simply don't appear.
@@ -33,7 +56,7 @@ for p in "${PKGS[@]}"; do
 done
 
 if ((${#missing[@]} == 0)); then
-	echo "install-deps: all ${#PKGS[@]} packages already installed"
+	echo "install-deps: all ${#PKGS[@]} packages ($set_name) already installed"
 	exit 0
 fi
 

@@ -1,0 +1,76 @@
+#!/bin/busybox sh
+# SPDX-License-Identifier: BSD-3-Clause
+# /init of the lab guest (tests/lab/mkinitramfs.sh puts it in the
+# initramfs). It loads the modules listed in /modules.list in order, mounts
+# the host's root read-only over 9p (tag hostroot) and the run's directory
+# read-write (tag labrun), sets eth0 up with the address the kernel command
+# line gives (lab.ip=, lab.ip6=, lab.mtu=), adds rxe0 on eth0, then runs
+# <labrun>/guest.sh inside a chroot of the host's root, with the guest's own
+# /proc, /sys, /dev and a tmpfs /tmp and /run. Every line it prints starts
+# with "lab:" so the host can tell the init's words from the test's. It
+# writes the script's exit status to <labrun>/guest.rc and powers off.
+/bin/busybox mkdir -p /proc /sys /dev /host /run-dir /tmp
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t sysfs sysfs /sys
+/bin/busybox mount -t devtmpfs devtmpfs /dev
+export PATH=/bin
+/bin/busybox --install -s /bin
+
+say() { echo "lab: $*"; }
+die() {
+	say "FAIL: $*"
+	[ -d /run-dir/out ] && echo "$*" >/run-dir/guest.fail
+	sync
+	poweroff -f
+	sleep 5
+}
+
+for arg in $(cat /proc/cmdline); do
+	case "$arg" in
+	lab.ip=*) LAB_IP=${arg#lab.ip=} ;;
+	lab.ip6=*) LAB_IP6=${arg#lab.ip6=} ;;
+	lab.mtu=*) LAB_MTU=${arg#lab.mtu=} ;;
+	esac
+done
+
+n=0
+while read -r mod args; do
+	[ -z "$mod" ] && continue
+	insmod "$mod" $args || die "module $(basename "$mod") did not load"
+	n=$((n + 1))
+done </modules.list
+say "$n modules loaded"
+
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroot /host ||
+	die "9p mount of the host root failed"
+mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 labrun /run-dir ||
+	die "9p mount of the run directory failed"
+mkdir -p /run-dir/out
+
+mount -t proc proc /host/proc
+mount -t sysfs sysfs /host/sys
+mount -t devtmpfs devtmpfs /host/dev
+mount -t tmpfs tmpfs /host/tmp
+mount -t tmpfs tmpfs /host/run
+mount --bind /run-dir /host/mnt || die "bind mount of the run directory failed"
+
+# The host's iproute2 (busybox's ip has no nodad).
+hip() { chroot /host /usr/bin/ip "$@"; }
+hip link set lo up
+hip link set eth0 up || die "no eth0 (virtio_net)"
+[ -n "$LAB_MTU" ] && hip link set eth0 mtu "$LAB_MTU"
+[ -n "$LAB_IP" ] && hip addr add "$LAB_IP" dev eth0
+[ -n "$LAB_IP6" ] && hip -6 addr add "$LAB_IP6" dev eth0 nodad
+
+chroot /host /usr/bin/rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 failed"
+say "rxe0 on eth0 $LAB_IP $LAB_IP6"
+
+chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LAB_RUN=/mnt \
+	/bin/bash /mnt/guest.sh
+rc=$?
+echo "$rc" >/run-dir/guest.rc
+say "guest.sh exited $rc"
+sync
+umount /host/mnt /host/run /host/tmp /host/dev /host/sys /host/proc 2>/dev/null
+umount /run-dir 2>/dev/null
+poweroff -f
