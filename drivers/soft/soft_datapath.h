@@ -759,6 +759,17 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 		 * RoCEv2 packet. */
 		if (!v4 && ctl_rx_ != nullptr && is_nd(f, flen))
 			return to_control(m);
+		/* A whole IP packet of another protocol that is merely short
+		 * (a TCP ACK, an ICMPv6 router solicitation: what a real link
+		 * carries besides RoCE) is not truncated: it is not UDP. */
+		if (flen >= l3 + l3_len) {
+			const uint32_t ip_len = v4 ? rte_be_to_cpu_16(reinterpret_cast<rte_ipv4_hdr *>(f + l3)->total_length)
+						   : l3_len + rte_be_to_cpu_16(reinterpret_cast<rte_ipv6_hdr *>(f + l3)->payload_len);
+			if (ip_len >= l3_len && l3 + ip_len <= flen && f[l3 + (v4 ? 9 : 6)] != IPPROTO_UDP) {
+				ctr_.rx_not_udp++;
+				return false;
+			}
+		}
 		ctr_.rx_truncated++;
 		return false;
 	}

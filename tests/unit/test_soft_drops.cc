@@ -125,6 +125,30 @@ const DropCase cases[] = {
 	 },
 	 &qp_counters::rx_not_udp},
 	{"not_udp_v6", true, 8, [](rte_mbuf *m) { frame(m)[14 + 6] = 6; }, &qp_counters::rx_not_udp},
+	/* Shorter than any RoCEv2 packet but whole: a TCP ACK, an ICMPv6
+	 * router solicitation (seen on the lab's tap). Not "truncated". */
+	{"short_tcp_ack", false, 8,
+	 [](rte_mbuf *m) {
+		 ip4(m)->next_proto_id = 6;
+		 ip4(m)->total_length = rte_cpu_to_be_16(40);
+		 fix_ip4_csum(m);
+		 rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 54));
+	 },
+	 &qp_counters::rx_not_udp},
+	{"short_icmpv6", true, 8,
+	 [](rte_mbuf *m) {
+		 frame(m)[14 + 6] = 58;
+		 frame(m)[14 + 4] = 0, frame(m)[14 + 5] = 16;
+		 rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 70));
+	 },
+	 &qp_counters::rx_not_udp},
+	{"short_lying_length", true, 8,
+	 [](rte_mbuf *m) {
+		 frame(m)[14 + 6] = 58;
+		 frame(m)[14 + 4] = 0, frame(m)[14 + 5] = 200;
+		 rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 70));
+	 },
+	 &qp_counters::rx_truncated},
 	{"ipv6_version", true, 8, [](rte_mbuf *m) { frame(m)[14] = 0x40; }, &qp_counters::rx_bad_ip_header},
 	{"not_roce", false, 8, [](rte_mbuf *m) { frame(m)[34 + 3] = 0xb8; }, &qp_counters::rx_not_roce},
 	{"udp_length", false, 8, [](rte_mbuf *m) { frame(m)[34 + 5] += 1; }, &qp_counters::rx_bad_udp_length},
