@@ -18,6 +18,7 @@
 #include <rte_malloc.h>
 #include <rte_net_crc.h>
 
+#include "rdgram/cpu_isa.h"
 #include "rdgram/log.h"
 #include "rdgram/tsan.h"
 
@@ -179,6 +180,13 @@ int runtime::init(const std::vector<std::string> &eal_args, const char *prog,
 	}
 	RDGRAM_LOG(runtime, DEBUG, "EAL up: %u lcore(s), main lcore %u, %u NUMA node(s), hugepages %s", rte_lcore_count(),
 		   rte_get_main_lcore(), rte_socket_count(), rte_eal_has_hugepages() ? "yes" : "no");
+	/* The SIMD level the data path's run-time choices take (cpu_isa.h). */
+	cpu_isa cap;
+	if (!cpu_isa_env_cap(&cap) && getenv("RDGRAM_CPU_MAX") != nullptr)
+		RDGRAM_LOG(runtime, WARNING, "RDGRAM_CPU_MAX=%s is not portable, sse, avx2 or avx512: ignored",
+			   getenv("RDGRAM_CPU_MAX"));
+	RDGRAM_LOG(runtime, DEBUG, "SIMD level %s (CPU %s)", cpu_isa_name(cpu_isa_max()),
+		   cpu_isa_name(cpu_isa_of_cpu()));
 	return 0;
 }
 

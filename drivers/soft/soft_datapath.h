@@ -158,7 +158,13 @@ public:
 		view_ = view;
 		ctl_rx_ = ctl_rx;
 		ctl_tx_ = ctl_tx;
+		crc_ = crc32_select();
 	}
+	/* The ICRC kernel (crc32.h), chosen at attach: the fastest this CPU
+	 * runs under RDGRAM_CPU_MAX. Tests set another one (it must be one
+	 * the CPU runs: crc32_select(cap)). (Setup.) */
+	crc32_kernel crc_kernel() const { return crc_; }
+	void set_crc_kernel(crc32_kernel k) { crc_ = k; }
 	/* Adds a QP with Q_Key qkey in its context (ibv_modify_qp(3) with
 	 * IBV_QP_QKEY). A controlled Q_Key needs privileged: EPERM otherwise,
 	 * as Linux refuses a controlled Q_Key to a process without
@@ -290,8 +296,11 @@ public:
 				rte_pktmbuf_free(m);
 		}
 		end_tx(st, sq);
-		for (unsigned i = 0; i < np; i++)
-			store_icrc(pend[i]);
+		/* The kernel chosen once per burst: a constant in the loop. */
+		crc32_with(crc_, [&](auto k) {
+			for (unsigned i = 0; i < np; i++)
+				store_icrc<decltype(k)::value>(pend[i]);
+		});
 		for (unsigned i = 0; i < np; i++) {
 			unmask(pend[i]);
 			stash_[nstash_++] = pend[i].m;
@@ -395,14 +404,15 @@ public:
 		end_tx(st, sq);
 		if (!ok)
 			return false;
-		store_icrc(t);
+		crc32_with(crc_, [&](auto k) { store_icrc<decltype(k)::value>(t); });
 		unmask(t);
 		return true;
 	}
 	bool build_masked(const send_wr &wr, tx_state &st, rte_mbuf *m, tx_pending_pkt &t);
-	static void store_icrc(const tx_pending_pkt &t)
+	template <crc32_kernel K> static void store_icrc(const tx_pending_pkt &t)
 	{
-		uint32_t crc = rte_cpu_to_le_32(icrc_of(t.p + 6, t.icrc_off - 6));
+		/* CRC-32 over [l3 - 8, end of pad), as icrc_of. */
+		uint32_t crc = rte_cpu_to_le_32(crc32_ieee_k<K>(t.p + 6, t.icrc_off - 6));
 		memcpy(t.p + t.icrc_off, &crc, 4);
 	}
 	static void unmask(const tx_pending_pkt &t);
@@ -419,17 +429,20 @@ public:
 
 	/* The RoCEv2 ICRC of a frame whose masked fields are already all ones:
 	 * CRC-32 over [l3 - 8, end of pad). Stored little-endian after the pad. */
-	static uint32_t icrc_of(const uint8_t *l3_minus8, uint32_t len)
+	static uint32_t icrc_of(crc32_kernel k, const uint8_t *l3_minus8, uint32_t len)
 	{
-		/* rdgram's inline PCLMUL/VPCLMULQDQ kernel: the same CRC-32 as
-		 * rte_net_crc_calc(RTE_NET_CRC32_ETH), about half its cost at
-		 * 64..200 bytes and no indirect call (benchmarks/bench_crc32.cc,
-		 * docs/PERFORMANCE.md). */
-		return crc32_ieee(l3_minus8, len);
+		/* rdgram's PCLMUL/VPCLMULQDQ kernel (k: the queue's, chosen at
+		 * attach; inline where the build's -march has it): the same
+		 * CRC-32 as rte_net_crc_calc(RTE_NET_CRC32_ETH), about half its
+		 * cost at 64..200 bytes and no indirect call
+		 * (benchmarks/bench_crc32.cc, docs/PERFORMANCE.md). */
+		return crc32_ieee(k, l3_minus8, len);
 	}
 
-	/* Verifies the ICRC of a frame in place; restores every byte. */
-	static bool icrc_ok(uint8_t *frame, bool v4, uint32_t l3_off, uint32_t icrc_off);
+	/* Verifies the ICRC of a frame in place with kernel k (default: the
+	 * process's best, crc32_select); restores every byte. */
+	static bool icrc_ok(uint8_t *frame, bool v4, uint32_t l3_off, uint32_t icrc_off,
+			    crc32_kernel k = crc32_select());
 
 private:
 	/* Hands the stash to the port; what it does not take stays, in order. */
@@ -509,6 +522,7 @@ private:
 
 	const dest_cache *ahn_ = nullptr; /* report_ahn: sender GID -> our AH */
 	bool to_ctl_ = false; /* parse handed its mbuf to the control thread */
+	crc32_kernel crc_ = crc32_select(); /* the ICRC kernel (attach, set_crc_kernel) */
 	unsigned sq_ = 0;
 	unsigned nqp_ = 0;
 	unsigned nstash_ = 0;
@@ -679,7 +693,7 @@ inline void soft_queue::unmask(const tx_pending_pkt &t)
 	}
 }
 
-inline bool soft_queue::icrc_ok(uint8_t *f, bool v4, uint32_t l3_off, uint32_t icrc_off)
+inline bool soft_queue::icrc_ok(uint8_t *f, bool v4, uint32_t l3_off, uint32_t icrc_off, crc32_kernel k)
 {
 	uint8_t save_lrh[8];
 	uint8_t *lrh = f + l3_off - 8;
@@ -708,7 +722,7 @@ inline bool soft_queue::icrc_ok(uint8_t *f, bool v4, uint32_t l3_off, uint32_t i
 		ip->vtc_flow = ip->vtc_flow | rte_cpu_to_be_32(0x0fffffffu);
 		ip->hop_limits = 0xff;
 	}
-	uint32_t crc = rte_cpu_to_le_32(icrc_of(lrh, icrc_off - (l3_off - 8)));
+	uint32_t crc = rte_cpu_to_le_32(icrc_of(k, lrh, icrc_off - (l3_off - 8)));
 	uint32_t got;
 	memcpy(&got, f + icrc_off, 4);
 
@@ -896,7 +910,7 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 		return false;
 	}
 	const uint32_t icrc_off = l4 + l4_len - wire::icrc_len;
-	if (unlikely(!icrc_ok(f, v4, l3, icrc_off))) {
+	if (unlikely(!icrc_ok(f, v4, l3, icrc_off, crc_))) {
 		ctr_.rx_bad_icrc++;
 		return false;
 	}

@@ -3,15 +3,20 @@
 #include "rdgram/crc32.h"
 
 #include <gtest/gtest.h>
+#include <spawn.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
+
+extern char **environ;
 
 namespace {
 
@@ -142,6 +147,156 @@ TEST(Crc32, GuardPages) {
         }
     }
     munmap(m, 3 * pg);
+}
+
+// ---------------------------------------------------------------------------
+// Run-time dispatch (cpu_isa.h, crc32_select / crc32_ieee(kernel, ...)): what
+// a generic build runs, and what a test forces on an AVX-512 host.
+// ---------------------------------------------------------------------------
+using rdgram::cpu_isa;
+using rdgram::crc32_kernel;
+
+cpu_isa level_of(crc32_kernel k) {
+    switch (k) {
+    case crc32_kernel::avx512: return cpu_isa::avx512;
+    case crc32_kernel::pclmul: return cpu_isa::sse;
+    case crc32_kernel::table: break;
+    }
+    return cpu_isa::portable;
+}
+
+constexpr cpu_isa kLevels[] = {cpu_isa::portable, cpu_isa::sse, cpu_isa::avx2, cpu_isa::avx512};
+
+// The kernels crc32_select hands out on this CPU, one per distinct answer.
+std::vector<crc32_kernel> selectable_kernels() {
+    std::vector<crc32_kernel> v;
+    for (cpu_isa cap : kLevels) {
+        const crc32_kernel k = rdgram::crc32_select(cap);
+        if (v.empty() || v.back() != k) v.push_back(k);
+    }
+    return v;
+}
+
+TEST(CpuIsa, NamesRoundTrip) {
+    for (cpu_isa l : kLevels) {
+        cpu_isa got = cpu_isa::avx2;
+        EXPECT_TRUE(rdgram::cpu_isa_parse(rdgram::cpu_isa_name(l), &got)) << rdgram::cpu_isa_name(l);
+        EXPECT_EQ(got, l);
+    }
+    cpu_isa got = cpu_isa::sse;
+    for (const char *bad : {"", "AVX2", "avx", "avx512f", "native", "sse4"})
+        EXPECT_FALSE(rdgram::cpu_isa_parse(bad, &got)) << bad;
+    EXPECT_FALSE(rdgram::cpu_isa_parse(nullptr, &got));
+    EXPECT_EQ(got, cpu_isa::sse);
+    EXPECT_LE(rdgram::cpu_isa_max(), rdgram::cpu_isa_of_cpu());
+}
+
+// crc32_select never answers above its cap, and below it takes the best the
+// CPU has: on this project's AVX-512 hosts all three kernels are reachable.
+TEST(Crc32Dispatch, SelectFollowsCapAndCpu) {
+    const cpu_isa max = rdgram::cpu_isa_max();
+    for (cpu_isa cap : kLevels) {
+        const crc32_kernel k = rdgram::crc32_select(cap);
+        SCOPED_TRACE(std::string("cap ") + rdgram::cpu_isa_name(cap) + " -> " + rdgram::crc32_kernel_name(k));
+        EXPECT_LE(level_of(k), cap);
+        EXPECT_LE(level_of(k), max);
+#if defined(RDGRAM_CRC32_HAVE_AVX512)
+        const bool avx512 = rdgram::crc32_detail::cpu_has_avx512() && max >= cpu_isa::avx512;
+        EXPECT_EQ(k == crc32_kernel::avx512, avx512 && cap >= cpu_isa::avx512);
+#endif
+#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
+        if (k != crc32_kernel::avx512) {
+            EXPECT_EQ(k == crc32_kernel::pclmul,
+                      rdgram::crc32_detail::cpu_has_pclmul() && cap >= cpu_isa::sse && max >= cpu_isa::sse);
+        }
+#endif
+    }
+    EXPECT_EQ(rdgram::crc32_select(cpu_isa::portable), crc32_kernel::table);
+    if (std::getenv("RDGRAM_CPU_MAX") == nullptr && rdgram::cpu_isa_of_cpu() >= cpu_isa::avx512 &&
+        __builtin_cpu_supports("vpclmulqdq")) {
+        EXPECT_EQ(selectable_kernels().size(), 3u) << "an AVX-512 + VPCLMULQDQ CPU reaches every kernel";
+    }
+}
+
+// Every selectable kernel, through the dispatching entry points a data path
+// uses (crc32_ieee(kernel, ...) and crc32_with), gives zlib's CRC, so all of
+// them the same bytes: random buffers of every length up to 1600 (the ICRC's
+// range: the RoCEv2 header plus an MTU of payload) and sampled jumbo
+// lengths, each at a random alignment mod 64.
+TEST(Crc32Dispatch, EveryKernelByteIdentical) {
+    const auto kernels = selectable_kernels();
+    std::string names;
+    for (crc32_kernel k : kernels) names += std::string(rdgram::crc32_kernel_name(k)) + " ";
+    std::printf("kernels crc32_select reaches here: %s(cpu_isa_max %s)\n", names.c_str(),
+                rdgram::cpu_isa_name(rdgram::cpu_isa_max()));
+    constexpr size_t kMax = 9000;
+    const auto data = random_bytes(kMax + 128, 0x1CEC0DEu);
+    std::mt19937 rng(4791);
+    std::vector<size_t> lens;
+    for (size_t len = 0; len <= 1600; ++len) lens.push_back(len);
+    for (size_t len = 1601; len <= kMax; len += 1 + rng() % 97) lens.push_back(len);
+    size_t failures = 0;
+    for (size_t len : lens) {
+        const uint8_t *p = data.data() + rng() % 64;
+        const uint32_t want = zlib_crc(p, len);
+        for (crc32_kernel k : kernels) {
+            const uint32_t a = rdgram::crc32_ieee(k, p, len);
+            const uint32_t b = rdgram::crc32_with(
+                k, [&](auto c) { return rdgram::crc32_ieee_k<decltype(c)::value>(p, len); });
+            if ((a != want || b != want) && ++failures <= 10)
+                ADD_FAILURE() << rdgram::crc32_kernel_name(k) << " len=" << len << std::hex << " got=0x" << a
+                              << "/0x" << b << " want=0x" << want;
+        }
+    }
+    EXPECT_EQ(failures, 0u);
+}
+
+// RDGRAM_CPU_MAX caps the process: this test runs itself once per value
+// (cpu_isa_max is computed once per process), and the child checks what it
+// got. A value that is not a level's name is ignored.
+TEST(CpuIsa, EnvCapHonoured) {
+    for (const char *cap : {"portable", "sse", "avx2", "avx512", "bogus"}) {
+        SCOPED_TRACE(cap);
+        std::vector<std::string> env;
+        for (char **e = environ; *e != nullptr; ++e)
+            if (std::strncmp(*e, "RDGRAM_CPU_MAX=", 15) != 0 && std::strncmp(*e, "GTEST_", 6) != 0)
+                env.emplace_back(*e);
+        env.push_back(std::string("RDGRAM_CPU_MAX=") + cap);
+        env.push_back("RDGRAM_TEST_CPU_CHILD=1");
+        std::vector<char *> envp;
+        for (auto &e : env) envp.push_back(e.data());
+        envp.push_back(nullptr);
+        std::string self = "/proc/self/exe", filter = "--gtest_filter=CpuIsaChild.*";
+        char *argv[] = {self.data(), filter.data(), nullptr};
+        pid_t pid;
+        ASSERT_EQ(posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv, envp.data()), 0);
+        int st = 0;
+        ASSERT_EQ(waitpid(pid, &st, 0), pid);
+        EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "child status " << st;
+    }
+}
+
+TEST(CpuIsaChild, UnderEnvCap) {
+    if (std::getenv("RDGRAM_TEST_CPU_CHILD") == nullptr) GTEST_SKIP() << "run by CpuIsa.EnvCapHonoured";
+    const char *env = std::getenv("RDGRAM_CPU_MAX");
+    ASSERT_NE(env, nullptr);
+    cpu_isa cap = cpu_isa::avx512;
+    const bool valid = rdgram::cpu_isa_parse(env, &cap);
+    cpu_isa got;
+    EXPECT_EQ(rdgram::cpu_isa_env_cap(&got), valid);
+    EXPECT_EQ(got, valid ? cap : cpu_isa::avx512);
+    EXPECT_EQ(rdgram::cpu_isa_max(), rdgram::cpu_isa_min(rdgram::cpu_isa_of_cpu(), cap));
+    const crc32_kernel k = rdgram::crc32_select();
+    EXPECT_LE(level_of(k), cap) << rdgram::crc32_kernel_name(k);
+    const auto data = random_bytes(300, 5u);
+    EXPECT_EQ(rdgram::crc32_ieee(k, data.data(), 300), zlib_crc(data.data(), 300));
+#if !defined(RDGRAM_CRC32_STATIC_AVX512)
+    // Without AVX-512 in the build's -march, crc32_ieee(buf, len) is
+    // crc32_select's kernel too.
+    EXPECT_EQ(std::string(rdgram::crc32_ieee_backend()).rfind(rdgram::crc32_kernel_name(k), 0), 0u)
+        << rdgram::crc32_ieee_backend();
+#endif
+    EXPECT_EQ(rdgram::crc32_ieee(data.data(), 300), zlib_crc(data.data(), 300));
 }
 
 }  // namespace

@@ -4,9 +4,12 @@
  * The soft driver's packets against an independent implementation: frames
  * built by scapy (tests/data/icrc_vectors.txt, see its header) must be
  * accepted by our receive path with the right fields, and our transmit path
- * must produce the same bytes from the same parameters.
+ * must produce the same bytes from the same parameters: with every ICRC
+ * kernel this CPU runs (crc32.h; a queue's is chosen at attach, here forced
+ * with set_crc_kernel), so all of them write and accept the same bytes.
  */
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -73,6 +76,19 @@ std::vector<vec> load_vectors()
 	return out;
 }
 
+/* The ICRC kernels crc32_select hands out on this CPU, one per level
+ * (avx512, pclmul, table on an AVX-512 host). */
+std::vector<crc32_kernel> crc_kernels()
+{
+	std::vector<crc32_kernel> v;
+	for (cpu_isa cap : {cpu_isa::avx512, cpu_isa::avx2, cpu_isa::sse, cpu_isa::portable}) {
+		const crc32_kernel k = crc32_select(cap);
+		if (v.empty() || v.back() != k)
+			v.push_back(k);
+	}
+	return v;
+}
+
 class SoftWire : public ::testing::Test {
 protected:
 	void SetUp() override
@@ -117,6 +133,23 @@ protected:
 	ah_table<soft_av> ahs;
 };
 
+/* On an AVX-512 + VPCLMULQDQ CPU the tests below run all three kernels;
+ * a queue's default is the best (the same as a native build's). */
+TEST_F(SoftWire, EveryIcrcKernelUnderTest)
+{
+	const auto ks = crc_kernels();
+	std::string names;
+	for (crc32_kernel k : ks)
+		names += std::string(crc32_kernel_name(k)) + " ";
+	std::printf("ICRC kernels under test: %s\n", names.c_str());
+	if (std::getenv("RDGRAM_CPU_MAX") == nullptr && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("vpclmulqdq")) {
+		EXPECT_EQ(ks.size(), 3u);
+	}
+	soft_queue q;
+	EXPECT_EQ(q.crc_kernel(), ks.front());
+}
+
 TEST_F(SoftWire, VectorsLoaded)
 {
 	auto vs = load_vectors();
@@ -133,10 +166,12 @@ TEST_F(SoftWire, VectorsLoaded)
 /* Receive: every independent frame is delivered, in verbs' layout. */
 TEST_F(SoftWire, ParsesIndependentFrames)
 {
+	for (const crc32_kernel k : crc_kernels())
 	for (const auto &v : load_vectors()) {
-		SCOPED_TRACE(v.name);
+		SCOPED_TRACE(v.name + ", ICRC kernel " + crc32_kernel_name(k));
 		soft_queue q;
 		attach_for(q, v);
+		q.set_crc_kernel(k);
 		q.add_qp(v.qpn, v.qkey);
 		rte_mbuf *m = mbuf_of(v.frame);
 		recv_wc wc{};
@@ -174,12 +209,14 @@ TEST_F(SoftWire, ParsesIndependentFrames)
 /* Receive: one flipped bit anywhere ICRC covers is caught. */
 TEST_F(SoftWire, IcrcCatchesCorruption)
 {
+	for (const crc32_kernel k : crc_kernels())
 	for (const auto &v : load_vectors()) {
 		if (v.paylen < 4)
 			continue;
-		SCOPED_TRACE(v.name);
+		SCOPED_TRACE(v.name + ", ICRC kernel " + crc32_kernel_name(k));
 		soft_queue q;
 		attach_for(q, v);
+		q.set_crc_kernel(k);
 		q.add_qp(v.qpn, v.qkey);
 		auto bad = v.frame;
 		bad[bad.size() - 6] ^= 0x10; /* last payload/pad byte region */
@@ -194,9 +231,11 @@ TEST_F(SoftWire, IcrcCatchesCorruption)
 /* Transmit: same parameters, same bytes as scapy. */
 TEST_F(SoftWire, BuildsIdenticalFrames)
 {
+	for (const crc32_kernel k : crc_kernels())
 	for (int from_mbuf = 0; from_mbuf < 2; from_mbuf++) {
 		for (const auto &v : load_vectors()) {
-			SCOPED_TRACE(v.name + (from_mbuf ? " (mbuf payload)" : " (inline)"));
+			SCOPED_TRACE(v.name + (from_mbuf ? " (mbuf payload)" : " (inline)") + ", ICRC kernel " +
+				     crc32_kernel_name(k));
 			const bool v4 = v.l3 == 4;
 			const size_t addr = v4 ? 42 : 62;
 			const size_t hdr = (v4 ? 62 : 82) + (v.imm ? 4 : 0);
@@ -228,6 +267,7 @@ TEST_F(SoftWire, BuildsIdenticalFrames)
 
 			soft_queue q;
 			attach_for(q, v);
+			q.set_crc_kernel(k);
 			q.add_qp(v.sqpn, v.qkey);
 			q.qp(0)->psn = v.psn;
 			send_wr wr{};

@@ -13,18 +13,21 @@
 //   * table:  portable slicing-by-8 (every other target).
 // Selection: if the including TU is compiled with the ISA enabled
 // (__AVX512F__ && __AVX512BW__ && __AVX512VL__ && __VPCLMULQDQ__, resp.
-// __PCLMUL__ && __SSE4_1__ && __SSSE3__) the back end is chosen at compile
-// time and fully inlined.  Otherwise the SIMD kernels are still compiled
-// (function-level __attribute__((target))) and crc32_ieee() picks one at run
-// time with __builtin_cpu_supports (a couple of loads from libgcc's
-// __cpu_model; no constructor of ours).  This matters because DPDK's
-// libdpdk.pc appends -march=corei7 after the project's -march=native, so
-// TUs that depend on libdpdk are really built for Nehalem (no PCLMUL).
-// Defining RDGRAM_CRC32_NO_AVX512 / RDGRAM_CRC32_NO_PCLMUL before including
-// removes the corresponding kernels.  All compiled kernels are reachable as
-// rdgram::crc32_detail::crc32_{table,pclmul,avx512} (guarded by
-// RDGRAM_CRC32_HAVE_{PCLMUL,AVX512} and cpu_has_{pclmul,avx512}()) so a test
-// can check each of them.
+// __PCLMUL__ && __SSE4_1__ && __SSSE3__), crc32_ieee(buf, len) uses that
+// back end, fully inlined (a native build on an AVX-512 host).  Otherwise
+// the SIMD kernels are still compiled (function-level
+// __attribute__((target))) and crc32_ieee(buf, len) uses the kernel
+// crc32_select() picked at its first call (cpu_isa.h: the CPU's level,
+// capped by RDGRAM_CPU_MAX), so a generic (x86-64-v2) build runs the
+// AVX-512 kernel where the CPU has it and the table where it lacks PCLMUL.
+// A data path chooses once per queue instead: crc32_select() at set-up,
+// then crc32_ieee(kernel, buf, len) (a switch on the queue's own field) or
+// crc32_with(kernel, f) (the kernel a compile-time constant in f, one
+// switch per burst).  Defining RDGRAM_CRC32_NO_AVX512 / RDGRAM_CRC32_NO_PCLMUL
+// before including removes the corresponding kernels.  All compiled kernels
+// are reachable as rdgram::crc32_detail::crc32_{table,pclmul,avx512}
+// (guarded by RDGRAM_CRC32_HAVE_{PCLMUL,AVX512} and cpu_has_{pclmul,avx512}())
+// so a test can check each of them.
 //
 // Every function here is `static inline` on purpose: the body depends on the
 // ISA macros of the including translation unit, so giving it internal linkage
@@ -87,6 +90,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+
+#include "rdgram/cpu_isa.h"
 
 #if !defined(RDGRAM_CRC32_NO_PCLMUL) && (defined(__x86_64__) || defined(__i386__)) && \
     (defined(__GNUC__) || defined(__clang__))
@@ -418,14 +424,14 @@ RDGRAM_CRC32_TARGET_AVX512 static inline uint32_t crc32_avx512(const void *buf, 
 #endif  // RDGRAM_CRC32_HAVE_AVX512
 #endif  // RDGRAM_CRC32_HAVE_PCLMUL
 
-// Run-time CPU checks (true when the kernel may be called on this CPU).
+// Run-time CPU checks: true when the kernel may be called on this CPU
+// (whatever RDGRAM_CPU_MAX says; crc32_select applies the cap).
 #if defined(RDGRAM_CRC32_HAVE_PCLMUL)
 static inline bool cpu_has_pclmul() {
 #if defined(RDGRAM_CRC32_STATIC_PCLMUL)
     return true;
 #else
-    return __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("ssse3") &&
-           __builtin_cpu_supports("sse4.1");
+    return cpu_isa_of_cpu() >= cpu_isa::sse;  // SSSE3, SSE4.1, PCLMUL
 #endif
 }
 #endif
@@ -434,46 +440,101 @@ static inline bool cpu_has_avx512() {
 #if defined(RDGRAM_CRC32_STATIC_AVX512)
     return true;
 #else
-    // libgcc only reports AVX-512 features when the OS enabled the zmm state.
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vpclmulqdq") &&
-           __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("avx2");
+    // AVX-512 F/BW/VL (reported only when the OS enabled the zmm state)
+    // plus the 512-bit carry-less multiply.
+    return cpu_isa_of_cpu() >= cpu_isa::avx512 && __builtin_cpu_supports("vpclmulqdq");
 #endif
 }
 #endif
 
 }  // namespace crc32_detail
 
-// CRC-32 (IEEE 802.3, as zlib crc32(0, buf, len)) of buf[0..len).
+// The back ends by name; every value may be passed to crc32_ieee(kernel,
+// ...), but only crc32_select's answer (or a kernel whose cpu_has_*() is
+// true) may run on this CPU.
+enum class crc32_kernel : uint8_t { table, pclmul, avx512 };
+
+static inline const char *crc32_kernel_name(crc32_kernel k) {
+    switch (k) {
+    case crc32_kernel::avx512: return "avx512";
+    case crc32_kernel::pclmul: return "pclmul";
+    case crc32_kernel::table: break;
+    }
+    return "table";
+}
+
+// The fastest kernel compiled in that this CPU runs, at a level of at most
+// cap and of cpu_isa_max() (RDGRAM_CPU_MAX): avx512 needs cpu_isa::avx512
+// and VPCLMULQDQ, pclmul cpu_isa::sse.  A few __builtin_cpu_supports
+// loads: call it at set-up, keep the answer.  (Any thread.)
+static inline crc32_kernel crc32_select(cpu_isa cap = cpu_isa::avx512) {
+    cap = cpu_isa_min(cap, cpu_isa_max());
+#if defined(RDGRAM_CRC32_HAVE_AVX512)
+    if (cap >= cpu_isa::avx512 && crc32_detail::cpu_has_avx512()) return crc32_kernel::avx512;
+#endif
+#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
+    if (cap >= cpu_isa::sse && crc32_detail::cpu_has_pclmul()) return crc32_kernel::pclmul;
+#endif
+    return crc32_kernel::table;
+}
+
+// crc32_ieee with kernel K, a compile-time constant (a kernel not compiled
+// in falls back to the next one that is).
+template <crc32_kernel K>
+static inline uint32_t crc32_ieee_k(const void *buf, size_t len) {
+#if defined(RDGRAM_CRC32_HAVE_AVX512)
+    if constexpr (K == crc32_kernel::avx512) return crc32_detail::crc32_avx512(buf, len);
+#endif
+#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
+    if constexpr (K != crc32_kernel::table) return crc32_detail::crc32_pclmul(buf, len);
+#endif
+    return crc32_detail::crc32_table(buf, len);
+}
+
+// f(std::integral_constant<crc32_kernel, k>{}): one switch, then f's
+// calls of crc32_ieee_k<decltype(c)::value> are direct (a burst's loop
+// inside f chooses once per burst, not per packet).
+template <class F>
+static inline decltype(auto) crc32_with(crc32_kernel k, F &&f) {
+    switch (k) {
+    case crc32_kernel::avx512: return f(std::integral_constant<crc32_kernel, crc32_kernel::avx512>{});
+    case crc32_kernel::pclmul: return f(std::integral_constant<crc32_kernel, crc32_kernel::pclmul>{});
+    case crc32_kernel::table: break;
+    }
+    return f(std::integral_constant<crc32_kernel, crc32_kernel::table>{});
+}
+
+// CRC-32 of buf[0..len) with kernel k (crc32_select's answer, kept by the
+// caller: a queue's field, a predictable branch).
+static inline uint32_t crc32_ieee(crc32_kernel k, const void *buf, size_t len) {
+    return crc32_with(k, [&](auto c) { return crc32_ieee_k<decltype(c)::value>(buf, len); });
+}
+
+// CRC-32 (IEEE 802.3, as zlib crc32(0, buf, len)) of buf[0..len): the
+// TU's compiled-in AVX-512 kernel, or crc32_select()'s kernel (chosen at
+// the first call in this TU).
 static inline uint32_t crc32_ieee(const void *buf, size_t len) {
 #if defined(RDGRAM_CRC32_STATIC_AVX512)
     return crc32_detail::crc32_avx512(buf, len);
 #else
-#if defined(RDGRAM_CRC32_HAVE_AVX512)
-    if (crc32_detail::cpu_has_avx512()) return crc32_detail::crc32_avx512(buf, len);
-#endif
-#if defined(RDGRAM_CRC32_STATIC_PCLMUL)
-    return crc32_detail::crc32_pclmul(buf, len);
-#else
-#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
-    if (crc32_detail::cpu_has_pclmul()) return crc32_detail::crc32_pclmul(buf, len);
-#endif
-    return crc32_detail::crc32_table(buf, len);
-#endif
+    static const crc32_kernel k = crc32_select();
+    return crc32_ieee(k, buf, len);
 #endif
 }
 
-// Name of the back end crc32_ieee() uses in this TU on this CPU (diagnostics).
+// Name of the back end crc32_ieee(buf, len) uses in this TU on this CPU
+// (diagnostics).
 static inline const char *crc32_ieee_backend() {
-#if defined(RDGRAM_CRC32_HAVE_AVX512)
-    if (crc32_detail::cpu_has_avx512())
-        return RDGRAM_CRC32_STATIC_AVX512_NAME;
-#endif
-#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
-    if (crc32_detail::cpu_has_pclmul())
-        return RDGRAM_CRC32_STATIC_PCLMUL_NAME;
-#endif
+#if defined(RDGRAM_CRC32_STATIC_AVX512)
+    return RDGRAM_CRC32_STATIC_AVX512_NAME;
+#else
+    switch (crc32_select()) {
+    case crc32_kernel::avx512: return RDGRAM_CRC32_STATIC_AVX512_NAME;
+    case crc32_kernel::pclmul: return RDGRAM_CRC32_STATIC_PCLMUL_NAME;
+    case crc32_kernel::table: break;
+    }
     return "table";
+#endif
 }
 
 }  // namespace rdgram
