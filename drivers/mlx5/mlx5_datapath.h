@@ -27,7 +27,8 @@
  * head) is written by one loop that checks signalling, room and the ring's
  * end once for the run and stores little but the WQE index and the payload
  * (inline_run; with AVX-512BW, or AVX2 for whole 4-byte words, in whole
- * aligned blocks). Each WQE's
+ * aligned blocks: the writer is chosen from the CPU at attach, cpu_isa.h,
+ * so a generic build runs them where the CPU has them). Each WQE's
  * stores are preceded by a prefetchw of the next WQE's blocks
  * (prefetch_next). Per burst one doorbell: the doorbell
  * record, then a BlueFlame copy of the burst's last WQE when it fits the
@@ -59,11 +60,15 @@
 #include <rte_memcpy.h>
 #include <rte_mempool.h>
 #include <rte_vect.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "mlx5_av.h"
 #include "mlx5_ring.h"
 #include "rdgram/ah_from_wc.h"
 #include "rdgram/ah_table.h"
+#include "rdgram/cpu_isa.h"
 #include "rdgram/stats.h"
 #include "rdgram/ud.h"
 
@@ -177,6 +182,10 @@ struct queue_config {
 	uint32_t rx_buf_len = 0;      /* bytes posted per receive (0: data room) */
 	uint32_t rq_refill_batch = 32; /* refill when this many RQ slots are free */
 	int socket = SOCKET_ID_ANY;   /* NUMA node of the poll thread */
+	/* Widest SIMD the inline run writers may use; the CPU and
+	 * RDGRAM_CPU_MAX (cpu_isa_max) cap it further. Tests lower it to
+	 * run each writer. */
+	cpu_isa isa_cap = cpu_isa::avx512;
 };
 
 /*
@@ -264,6 +273,11 @@ public:
 		since_signal_ = 0;
 		ctr_ = {};
 		xc_ = {};
+#if defined(RDGRAM_CPU_ISA_X86)
+		isa_ = cpu_isa_min(c.isa_cap, cpu_isa_max());
+#else
+		isa_ = cpu_isa::portable;
+#endif
 		return 0;
 	}
 
@@ -293,6 +307,10 @@ public:
 
 	const qp_counters &counters() const { return ctr_; }
 	const mlx5_counters &mlx5_stats() const { return xc_; }
+	/* The SIMD level of the inline run writers, chosen at attach:
+	 * avx512 (block_writer_avx512), avx2 (block_writer_avx2, whole
+	 * 4-byte words), otherwise the portable copy_writer. */
+	cpu_isa tx_isa() const { return isa_; }
 	uint32_t qpn() const { return r_.qpn; }
 	rte_mempool *mempool() const { return mp_; }
 	/* WQE basic blocks posted and not yet known complete. */
@@ -899,12 +917,15 @@ private:
 		a.len = len;
 		a.seg_len = seg_len;
 		a.hdr = htobe32(len | MLX5_INLINE_SEG);
-#if defined(__AVX512BW__)
-		if (a.full && len <= 2 * wqe_bb - inline_hdr_len)
-			return run_loop<block_writer>(a, blk);
-#elif defined(__AVX2__)
-		if (a.full && len <= 2 * wqe_bb - inline_hdr_len && len % 4 == 0)
-			return run_loop<block_writer_avx2>(a, blk);
+#if defined(RDGRAM_CPU_ISA_X86)
+		/* The writer the CPU allows (attach): a branch per run on the
+		 * queue's own field. */
+		if (a.full && len <= 2 * wqe_bb - inline_hdr_len) {
+			if (isa_ >= cpu_isa::avx512)
+				return run_loop_avx512<block_writer_avx512>(a, blk);
+			if (isa_ >= cpu_isa::avx2 && len % 4 == 0)
+				return run_loop_avx2<block_writer_avx2>(a, blk);
+		}
 #endif
 		/* One loop per copy size class, so the class is chosen once. */
 		if (len > 128)
@@ -943,8 +964,30 @@ private:
 	};
 
 	/* inline_run's loop; W writes one WQE (built once per run from the
-	 * arguments and the head block). */
+	 * arguments and the head block). run_loop_avx512 and run_loop_avx2
+	 * are the same loop compiled for those levels: their writers' methods
+	 * carry the level's RDGRAM_TARGET_* and inline only into a function of
+	 * that target (flatten makes sure they do, at -O1 too; a generic
+	 * build's other code never calls them). */
 	template <class W> static __rte_noinline run_result run_loop(run_args a, const uint8_t *blk)
+	{
+		return run_loop_body<W>(a, blk);
+	}
+#if defined(RDGRAM_CPU_ISA_X86)
+	template <class W>
+	RDGRAM_TARGET_AVX512 __attribute__((flatten)) static __rte_noinline run_result
+	run_loop_avx512(run_args a, const uint8_t *blk)
+	{
+		return run_loop_body<W>(a, blk);
+	}
+	template <class W>
+	RDGRAM_TARGET_AVX2 __attribute__((flatten)) static __rte_noinline run_result
+	run_loop_avx2(run_args a, const uint8_t *blk)
+	{
+		return run_loop_body<W>(a, blk);
+	}
+#endif
+	template <class W> static __rte_always_inline run_result run_loop_body(run_args a, const uint8_t *blk)
 	{
 		const W w(a, blk);
 		const size_t step = size_t(a.bbs) * wqe_bb;
@@ -1015,7 +1058,7 @@ private:
 		}
 	};
 
-#if defined(__AVX512BW__)
+#if defined(RDGRAM_CPU_ISA_X86)
 	/*
 	 * For the extended AV and payloads of at most 124 bytes: whole aligned
 	 * 64-byte blocks, the head with the WQE index put in, then the inline
@@ -1023,13 +1066,14 @@ private:
 	 * loads read nothing past len and leave the padding zero; the bytes
 	 * after the WQE's last 16-byte unit, to the end of its last block, are
 	 * zeroed too (the device reads DS units only, and the block is the
-	 * WQE's own).
+	 * WQE's own). AVX-512F/BW (cpu_isa::avx512); only run_loop_avx512
+	 * calls it.
 	 */
-	struct block_writer : inline_match {
+	struct block_writer_avx512 : inline_match {
 		__m512i head, hv;
 		__mmask64 m0, m1;
 		bool two_blocks;
-		block_writer(const run_args &a, const uint8_t *blk)
+		RDGRAM_TARGET_AVX512 block_writer_avx512(const run_args &a, const uint8_t *blk)
 			: inline_match(a), head(_mm512_load_si512(blk)),
 			  hv(_mm512_maskz_set1_epi32(__mmask16(1u << 15), int(a.hdr))),
 			  m0(a.len >= 64 ? ~__mmask64(0) : (__mmask64(1) << a.len) - 1),
@@ -1040,11 +1084,11 @@ private:
 		 * with every lane set, the same instruction as
 		 * _mm512_alignr_epi32, whose _mm512_undefined_epi32 GCC 12 warns
 		 * about (-Wmaybe-uninitialized, GCC PR 105593). */
-		static __rte_always_inline __m512i shift_in(__m512i lo, __m512i hi)
+		RDGRAM_TARGET_AVX512 static __m512i shift_in(__m512i lo, __m512i hi)
 		{
 			return _mm512_maskz_alignr_epi32(__mmask16(0xffff), lo, hi, 15);
 		}
-		__rte_always_inline uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
+		RDGRAM_TARGET_AVX512 uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
 		{
 			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
 			const uint32_t w0 = htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_SEND);
@@ -1058,21 +1102,21 @@ private:
 			return len;
 		}
 	};
-#elif defined(__AVX2__)
 	/*
-	 * block_writer for AVX2 (no byte-masked loads): payloads of a whole
-	 * number of 4-byte words, at most 124 bytes. Each 32-byte half of the
-	 * inline blocks is its payload words rotated by one (vpermd) with the
-	 * word before it (the header, or the last word of the previous half)
-	 * blended in; the dword-masked loads (vpmaskmovd) read nothing past
-	 * len and leave the padding zero. The index goes into the head's first
-	 * word the same way, so every store is an aligned 32-byte half.
+	 * block_writer_avx512 for AVX2 (no byte-masked loads): payloads of a
+	 * whole number of 4-byte words, at most 124 bytes. Each 32-byte half
+	 * of the inline blocks is its payload words rotated by one (vpermd)
+	 * with the word before it (the header, or the last word of the
+	 * previous half) blended in; the dword-masked loads (vpmaskmovd) read
+	 * nothing past len and leave the padding zero. The index goes into the
+	 * head's first word the same way, so every store is an aligned 32-byte
+	 * half. AVX2 (cpu_isa::avx2); only run_loop_avx2 calls it.
 	 */
 	struct block_writer_avx2 : inline_match {
 		__m256i head0, head1, hv, rot;
 		__m256i m[4];
 		bool two_blocks, none;
-		block_writer_avx2(const run_args &a, const uint8_t *blk)
+		RDGRAM_TARGET_AVX2 block_writer_avx2(const run_args &a, const uint8_t *blk)
 			: inline_match(a), head0(_mm256_load_si256(reinterpret_cast<const __m256i *>(blk))),
 			  head1(_mm256_load_si256(reinterpret_cast<const __m256i *>(blk + 32))),
 			  hv(_mm256_set1_epi32(int(a.hdr))), rot(_mm256_setr_epi32(7, 0, 1, 2, 3, 4, 5, 6)),
@@ -1083,7 +1127,7 @@ private:
 			for (int k = 0; k < 4; k++) /* lane j of half k loads word 8k + j */
 				m[k] = _mm256_cmpgt_epi32(_mm256_set1_epi32(words - 8 * k), lane);
 		}
-		__rte_always_inline uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
+		RDGRAM_TARGET_AVX2 uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
 		{
 			const auto *src = static_cast<const uint8_t *>(wr->inline_data);
 			const int w0 = int(htobe32((pi & 0xffff) << 8 | MLX5_OPCODE_SEND));
@@ -1533,6 +1577,7 @@ private:
 	uint32_t bf_off_ = 0;
 	uint32_t since_signal_ = 0;
 	uint32_t max_bbs_ = 2;
+	cpu_isa isa_ = cpu_isa::portable; /* the run writers' level (attach) */
 	uint32_t rx_len_ = 0;
 	qp_counters ctr_{};
 	mlx5_counters xc_{};

@@ -12,6 +12,7 @@
  * layouts in mlx5dv.h say and copes with the CQEs they describe, not that
  * a ConnectX accepts it (tests/hw/test_mlx5_hw.cc is for that).
  */
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -219,6 +220,20 @@ void free_wcs(std::vector<recv_wc> &got)
 	for (auto &w : got)
 		rte_pktmbuf_free(w.mbuf);
 	got.clear();
+}
+
+/* The run writers' levels this CPU can run, widest first: each test that
+ * runs them all forces one per queue (queue_config::isa_cap). On an
+ * AVX-512 host: avx512, avx2 and the portable copy_writer. */
+std::vector<cpu_isa> run_writer_levels()
+{
+	std::vector<cpu_isa> v;
+	if (cpu_isa_max() >= cpu_isa::avx512)
+		v.push_back(cpu_isa::avx512);
+	if (cpu_isa_max() >= cpu_isa::avx2)
+		v.push_back(cpu_isa::avx2);
+	v.push_back(cpu_isa::portable);
+	return v;
 }
 
 } // namespace
@@ -1463,8 +1478,9 @@ TEST(Mlx5Datapath, ZeroLengthMbufHasNoDataSegment)
  * segments split by the ring's end, and each payload arrives intact. */
 TEST(Mlx5Datapath, InlineEveryLengthAcrossBlocks)
 {
+	for (const cpu_isa isa : run_writer_levels())
 	for (const bool compact : {false, true}) {
-		SCOPED_TRACE(compact ? "compact AV" : "extended AV");
+		SCOPED_TRACE(std::string(compact ? "compact AV" : "extended AV") + ", run writers " + cpu_isa_name(isa));
 		mlx5_model_config mc = compact ? mlx5_model_config{} : roce_cfg();
 		mc.roce = !compact;
 		mc.local_lid = 0x42;
@@ -1473,8 +1489,10 @@ TEST(Mlx5Datapath, InlineEveryLengthAcrossBlocks)
 		queue_config qc;
 		qc.signal_every = 3; /* 3 * 4 blocks < 16 */
 		qc.compact_av = compact;
+		qc.isa_cap = isa;
 		rig r(mc, qc);
 		ASSERT_TRUE(r.ok);
+		ASSERT_EQ(r.q.tx_isa(), isa);
 		mlx5_av av{};
 		if (compact) {
 			ibv_ah_attr a{};
@@ -1655,11 +1673,13 @@ TEST(Mlx5Datapath, ScatterToCqeCountedAndDropped)
  * above) and the compact AV (the copy loop). */
 TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 {
+	for (const cpu_isa isa : run_writer_levels())
 	for (const bool compact : {false, true})
 	for (const uint32_t every : {1u, 3u, 7u, 15u})
 	for (const bool last : {false, true}) {
 		SCOPED_TRACE(std::string(compact ? "compact AV" : "extended AV") + ", signal_every " +
-			     std::to_string(every) + (last ? ", signal_last" : ""));
+			     std::to_string(every) + (last ? ", signal_last" : "") + ", run writers " +
+			     cpu_isa_name(isa));
 		mlx5_model_config mc = compact ? mlx5_model_config{} : roce_cfg();
 		mc.roce = !compact;
 		mc.local_lid = 0x42;
@@ -1669,8 +1689,10 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 		qc.signal_every = every;
 		qc.signal_last = last;
 		qc.compact_av = compact;
+		qc.isa_cap = isa;
 		rig r(mc, qc);
 		ASSERT_TRUE(r.ok);
+		ASSERT_EQ(r.q.tx_isa(), isa);
 		const unsigned base = r.in_use();
 		mlx5_av avs[2];
 		if (compact) {
@@ -1880,6 +1902,119 @@ TEST(Mlx5Datapath, InlineRunsMatchHelpers)
 		r.q.detach();
 		EXPECT_GT(base, 0u);
 		EXPECT_EQ(r.in_use(), 0u); /* every mbuf back in the pool */
+	}
+}
+
+/* The run writers chosen at attach, forced one per queue: the same bursts
+ * (runs of inline SENDs of every length, so every writer's range and its
+ * edges, with an immediate or an mbuf send now and then to end a run) give
+ * byte-identical WQEs and payloads from block_writer_avx512,
+ * block_writer_avx2 and the portable copy_writer. On this project's
+ * AVX-512 hosts all three run, in a generic build as in a native one. */
+TEST(Mlx5Datapath, RunWritersByteIdentical)
+{
+	const std::vector<cpu_isa> levels = run_writer_levels();
+	if (__builtin_cpu_supports("avx512bw") && std::getenv("RDGRAM_CPU_MAX") == nullptr) {
+		EXPECT_EQ(levels.size(), 3u) << "an AVX-512 CPU runs every writer";
+	}
+	for (const bool compact : {false, true}) {
+		SCOPED_TRACE(compact ? "compact AV" : "extended AV");
+		std::vector<std::vector<uint8_t>> ref_bytes, ref_payloads;
+		for (const cpu_isa isa : levels) {
+			SCOPED_TRACE(std::string("run writers ") + cpu_isa_name(isa));
+			mlx5_model_config mc = compact ? mlx5_model_config{} : roce_cfg();
+			mc.roce = !compact;
+			mc.local_lid = 0x42;
+			mc.sq_wqe_cnt = 64;
+			mc.max_inline = 188;
+			queue_config qc;
+			qc.signal_every = 7;
+			qc.compact_av = compact;
+			qc.isa_cap = isa;
+			rig r(mc, qc);
+			ASSERT_TRUE(r.ok);
+			ASSERT_EQ(r.q.tx_isa(), isa);
+			mlx5_av av{};
+			if (compact) {
+				ibv_ah_attr a{};
+				a.port_num = 1;
+				a.dlid = 0x42;
+				a.sl = 2;
+				ASSERT_EQ(build_ib_av(a, false, &av), 0);
+			} else {
+				av = roce_av(v4gid(10, 0, 0, 7));
+			}
+			const ah_handle h = r.add_ah(av);
+			std::vector<std::vector<uint8_t>> bytes, payloads;
+			uint32_t rng = 777; /* the same payloads for every level */
+			for (uint32_t len = 0; len <= mc.max_inline; len++) {
+				const unsigned n = 2 + len % 11; /* 2..12 WQEs of at most 4 blocks */
+				std::vector<std::unique_ptr<uint8_t[]>> bufs;
+				std::vector<send_wr> wrs;
+				for (unsigned k = 0; k < n; k++) {
+					send_wr w{};
+					w.ah = h;
+					w.remote_qpn = mc.qpn;
+					w.remote_qkey = mc.qkey;
+					if (k == n / 2 && len % 3 == 0) {
+						/* A run breaker: an mbuf send, or an immediate. */
+						if (len % 2 == 0) {
+							w.mbuf = payload_mbuf(r.mp, len + 1, uint8_t(len));
+							ASSERT_NE(w.mbuf, nullptr);
+							wrs.push_back(w);
+							continue;
+						}
+						w.flags = send_imm;
+						w.imm_data = htobe32(0xfeed0000u + len);
+					}
+					w.flags |= send_inline;
+					w.inline_len = len;
+					/* Payloads end where their allocation ends. */
+					bufs.emplace_back(new uint8_t[len + 1]);
+					uint8_t *p = bufs.back().get() + 1;
+					for (uint32_t j = 0; j < len; j++) {
+						rng = rng * 1103515245u + 12345u;
+						p[j] = uint8_t(rng >> 16);
+					}
+					w.inline_data = len != 0 ? p : nullptr;
+					wrs.push_back(w);
+				}
+				ASSERT_EQ(r.q.tx_burst(wrs.data(), uint16_t(wrs.size())), wrs.size()) << "len " << len;
+				r.model.doorbell();
+				r.model.executed.clear();
+				ASSERT_EQ(r.model.process(), wrs.size()) << "len " << len;
+				for (const mlx5_model_wqe &x : r.model.executed) {
+					/* The mbuf's address differs between rigs. */
+					if (!x.inl) {
+						bytes.emplace_back(x.bytes.begin(), x.bytes.end() - 8);
+					} else {
+						bytes.push_back(x.bytes);
+					}
+					payloads.push_back(x.payload);
+				}
+				std::vector<recv_wc> got;
+				drain_rx(r, got);
+				free_wcs(got);
+				r.q.tx_flush();
+			}
+			EXPECT_EQ(r.q.counters().tx_drops(), 0u);
+			EXPECT_TRUE(r.model.violations.empty()) << r.model.violations.front();
+			if (ref_bytes.empty()) {
+				ref_bytes = std::move(bytes);
+				ref_payloads = std::move(payloads);
+				continue;
+			}
+			ASSERT_EQ(bytes.size(), ref_bytes.size());
+			size_t diffs = 0;
+			for (size_t i = 0; i < bytes.size(); i++) {
+				if (bytes[i] != ref_bytes[i] && ++diffs <= 5)
+					ADD_FAILURE() << "wqe " << i << " differs from the " << cpu_isa_name(levels[0])
+						      << " writer's" << hexdiff(bytes[i], ref_bytes[i]);
+				if (payloads[i] != ref_payloads[i] && ++diffs <= 5)
+					ADD_FAILURE() << "wqe " << i << " payload differs";
+			}
+			EXPECT_EQ(diffs, 0u);
+		}
 	}
 }
 
