@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <net/if.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include "rdgram/log.h"
 
@@ -74,6 +75,20 @@ int membership_from_ud(const rdma_ud_param &p, bool ib, mcast_membership *m, std
 	m->qpn = p.qp_num;
 	m->qkey = p.qkey;
 	return 0;
+}
+
+void membership_ipv6_roce(const in6_addr &group, uint8_t sgid_index, uint8_t port_num, mcast_membership *m)
+{
+	*m = mcast_membership{};
+	memcpy(m->mgid.raw, &group, 16);
+	m->ah_attr.is_global = 1;
+	m->ah_attr.port_num = port_num;
+	m->ah_attr.grh.dgid = m->mgid;
+	m->ah_attr.grh.sgid_index = sgid_index;
+	m->ah_attr.grh.hop_limit = 64;
+	m->mlid = 0;
+	m->qpn = mcast_qpn;
+	m->qkey = RDMA_UDP_QKEY;
 }
 
 int parse_sockaddr(const std::string &text, sockaddr_storage *out)
@@ -215,7 +230,10 @@ int rdmacm_group::join(ibv_context *ctx, uint8_t port_num, bool ib, const sockad
 	mc.addr = reinterpret_cast<sockaddr *>(&group_);
 	if (rdma_join_multicast_ex(id_, &mc, this) != 0) {
 		const int e = errno;
-		return fail(e, std::string("rdma_join_multicast_ex: ") + strerror(e));
+		if (e == errno_enotsupp_kernel && !ib && group_.ss_family == AF_INET6)
+			return join_ipv6_roce(ctx, port_num, r, qp);
+		return fail(e, std::string("rdma_join_multicast_ex: ") +
+				       (e == errno_enotsupp_kernel ? "not supported (ENOTSUPP, 524)" : strerror(e)));
 	}
 	if (int e = wait_event(RDMA_CM_EVENT_MULTICAST_JOIN, timeout_ms, &ev); e != 0) {
 		/* The join request is outstanding or failed: rdma_leave_multicast
@@ -230,25 +248,82 @@ int rdmacm_group::join(ibv_context *ctx, uint8_t port_num, bool ib, const sockad
 	if (pe != 0)
 		return fail(pe, why);
 
-	if (r == role::subscriber) {
-		/* The QP receives the group's datagrams only with the group's
-		 * Q_Key (IBA 10.2.4: a UD receive checks the Q_Key). */
-		ibv_qp_attr qa{};
-		ibv_qp_init_attr qia{};
-		if (int e = ibv_query_qp(qp, &qa, IBV_QP_QKEY, &qia); e != 0)
-			return fail(e, std::string("ibv_query_qp: ") + strerror(e));
-		if (qa.qkey != m_.qkey)
-			return fail(EINVAL, "the QP's Q_Key " + hex32(qa.qkey) + " is not the group's " + hex32(m_.qkey) +
-						    " (create the subscriber's queue with the group's Q_Key; rdma_cm's "
-						    "RDMA_PS_UDP groups use RDMA_UDP_QKEY 0x01234567)");
-		if (int e = ibv_attach_mcast(qp, &m_.mgid, m_.mlid); e != 0)
-			return fail(e, std::string("ibv_attach_mcast(") + gid_text(m_.mgid) + ", mlid " + hex32(m_.mlid) +
-					       "): " + strerror(e));
-		qp_ = qp;
-	}
+	if (r == role::subscriber)
+		if (int e = attach(qp); e != 0)
+			return e;
 	RDGRAM_LOG(verbs, INFO, "joined group %s as a %s: MGID %s, MLID 0x%x, Q_Key 0x%x", group_text().c_str(),
 		   r == role::publisher ? "send-only member" : "full member (QP attached)", gid_text(m_.mgid).c_str(),
 		   m_.mlid, m_.qkey);
+	return 0;
+}
+
+/* The subscriber's QP onto the group: it receives the group's datagrams
+ * only with the group's Q_Key (IBA 10.2.4: a UD receive checks it). */
+int rdmacm_group::attach(ibv_qp *qp)
+{
+	ibv_qp_attr qa{};
+	ibv_qp_init_attr qia{};
+	if (int e = ibv_query_qp(qp, &qa, IBV_QP_QKEY, &qia); e != 0)
+		return fail(e, std::string("ibv_query_qp: ") + strerror(e));
+	if (qa.qkey != m_.qkey)
+		return fail(EINVAL, "the QP's Q_Key " + hex32(qa.qkey) + " is not the group's " + hex32(m_.qkey) +
+					    " (create the subscriber's queue with the group's Q_Key; rdma_cm's "
+					    "RDMA_PS_UDP groups use RDMA_UDP_QKEY 0x01234567)");
+	if (int e = ibv_attach_mcast(qp, &m_.mgid, m_.mlid); e != 0)
+		return fail(e, std::string("ibv_attach_mcast(") + gid_text(m_.mgid) + ", mlid " + hex32(m_.mlid) +
+				       "): " + strerror(e));
+	qp_ = qp;
+	return 0;
+}
+
+/* rdma_cm refused an IPv6 group on RoCEv2 (ENOTSUPP): the join as
+ * verbs_mcast.h describes. id_ has resolved the route already. */
+int rdmacm_group::join_ipv6_roce(ibv_context *ctx, uint8_t port_num, role r, ibv_qp *qp)
+{
+	const auto *src = reinterpret_cast<const sockaddr_in6 *>(&id_->route.addr.src_addr);
+	if (src->sin6_family != AF_INET6)
+		return fail(EPROTO, "IPv6 group without rdma_cm: the resolved source address is not IPv6");
+	ibv_port_attr pa{};
+	if (int e = ibv_query_port(ctx, port_num, &pa); e != 0)
+		return fail(e, std::string("ibv_query_port: ") + strerror(e));
+	/* The source address's RoCEv2 GID: its index and its netdev. */
+	int sgid = -1;
+	uint32_t ifindex = 0;
+	for (int i = 0; i < pa.gid_tbl_len && i <= UINT8_MAX && sgid < 0; i++) {
+		ibv_gid_entry ent{};
+		if (ibv_query_gid_ex(ctx, port_num, uint32_t(i), &ent, 0) != 0)
+			continue;
+		if (ent.gid_type == IBV_GID_TYPE_ROCE_V2 && memcmp(ent.gid.raw, &src->sin6_addr, 16) == 0) {
+			sgid = i;
+			ifindex = ent.ndev_ifindex;
+		}
+	}
+	if (sgid < 0)
+		return fail(EADDRNOTAVAIL, "IPv6 group without rdma_cm: no RoCEv2 GID for the source address " +
+						   gid_text(*reinterpret_cast<const ibv_gid *>(&src->sin6_addr)));
+	const auto *g6 = reinterpret_cast<const sockaddr_in6 *>(&group_);
+	membership_ipv6_roce(g6->sin6_addr, uint8_t(sgid), port_num, &m_);
+	if (r == role::subscriber) {
+		/* The kernel's MLD membership, without which it drops the
+		 * group's packets before rxe (or a NIC's RoCE stack) sees
+		 * them: held by a socket until leave(). */
+		ip_member_fd_ = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (ip_member_fd_ < 0)
+			return fail(errno, std::string("socket(AF_INET6) for the MLD membership: ") + strerror(errno));
+		ipv6_mreq mr{};
+		mr.ipv6mr_multiaddr = g6->sin6_addr;
+		mr.ipv6mr_interface = ifindex;
+		if (setsockopt(ip_member_fd_, IPPROTO_IPV6, IPV6_JOIN_GROUP, &mr, sizeof(mr)) != 0)
+			return fail(errno, "IPV6_JOIN_GROUP " + group_text() + " on ifindex " + std::to_string(ifindex) +
+						   ": " + strerror(errno));
+		if (int e = attach(qp); e != 0)
+			return e;
+	}
+	RDGRAM_LOG(verbs, INFO,
+		   "joined group %s as a %s without rdma_cm (it refuses IPv6 groups on RoCEv2: ENOTSUPP): "
+		   "MGID %s, source GID index %d, MLD membership on ifindex %u, Q_Key 0x%x",
+		   group_text().c_str(), r == role::publisher ? "send-only member" : "full member (QP attached)",
+		   gid_text(m_.mgid).c_str(), sgid, ifindex, m_.qkey);
 	return 0;
 }
 
@@ -264,6 +339,11 @@ int rdmacm_group::leave()
 	if (qp_ != nullptr) {
 		note(ibv_detach_mcast(qp_, &m_.mgid, m_.mlid), "ibv_detach_mcast");
 		qp_ = nullptr;
+	}
+	if (ip_member_fd_ >= 0) {
+		/* Closing the socket drops the MLD membership. */
+		close(ip_member_fd_);
+		ip_member_fd_ = -1;
 	}
 	if (joined_) {
 		RDGRAM_LOG(verbs, INFO, "leaving group %s", group_text().c_str());

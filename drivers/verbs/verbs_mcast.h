@@ -23,6 +23,18 @@
  * same device and port the QP lives on: otherwise join fails with EXDEV
  * (the MGID would be attached on one HCA and joined on another).
  *
+ * IPv6 groups on RoCEv2: Linux (6.1, drivers/infiniband/core/cma.c
+ * cma_iboe_join_multicast) refuses them with ENOTSUPP (524): it joins the
+ * IP group only for IPv4. Found on rxe in the lab: without an IP
+ * membership the kernel drops the group's packets before rxe sees them,
+ * and with one (an IPV6_JOIN_GROUP socket on the netdev) plus
+ * ibv_attach_mcast they arrive. So on ENOTSUPP for an IPv6 group on RoCE
+ * the join is done the way rdma_cm does it for IPv4, in userspace: the
+ * MGID is the group address, the local GID is the resolved source
+ * address's RoCEv2 entry, the kernel's MLD membership is held by a socket
+ * for as long as the group is joined (subscribers; a publisher needs
+ * none), and the membership is membership_ipv6_roce's.
+ *
  * Threads: control thread only (every call here sleeps in the kernel or
  * waits for an event, bounded by timeout_ms). Not run on an RDMA device:
  * this machine has none (tests/hw/test_verbs_mcast_hw.cc skips without
@@ -59,6 +71,18 @@ struct mcast_membership {
  * nor (RoCEv2 over IPv4) an IPv4-mapped 224.0.0.0/4 address. */
 int membership_from_ud(const rdma_ud_param &p, bool ib, mcast_membership *m, std::string *why);
 
+/* The membership of an IPv6 group on a RoCEv2 port when rdma_cm cannot
+ * join it (rdgram_join_ipv6_roce): MGID = the group address itself, MLID
+ * 0, the multicast QPN, RDMA_UDP_QKEY (the Q_Key of every RDMA_PS_UDP
+ * group, as rdma_cm would give), and an AH from sgid_index with hop limit
+ * 64 (what cma.c gives RoCEv2 groups over IPv4: IPV6_DEFAULT_HOPLIMIT).
+ * (Any thread: touches only its arguments.) */
+void membership_ipv6_roce(const in6_addr &group, uint8_t sgid_index, uint8_t port_num, mcast_membership *m);
+
+/* Linux's kernel-internal ENOTSUPP, which rdma_cm passes to userspace as
+ * errno for an IPv6 join on RoCEv2 (strerror knows no text for it). */
+inline constexpr int errno_enotsupp_kernel = 524;
+
 /* sockaddr storage from "a.b.c.d" or an IPv6 literal (with an optional
  * %scope for link-local). 0 or EINVAL. */
 int parse_sockaddr(const std::string &text, sockaddr_storage *out);
@@ -90,7 +114,7 @@ public:
 	 * No-op (0) when not joined. */
 	int leave();
 
-	bool joined() const { return joined_; }
+	bool joined() const { return joined_ || m_.qpn != 0; } /* through rdma_cm, or without it (IPv6 on RoCE) */
 	const mcast_membership &membership() const { return m_; }
 	const std::string &error() const { return err_; }
 
@@ -98,12 +122,15 @@ private:
 	int fail(int e, const std::string &what);
 	std::string group_text() const;
 	int wait_event(rdma_cm_event_type want, int timeout_ms, rdma_cm_event **out);
+	int join_ipv6_roce(ibv_context *ctx, uint8_t port_num, role r, ibv_qp *qp);
+	int attach(ibv_qp *qp);
 
 	rdma_event_channel *ch_ = nullptr;
 	rdma_cm_id *id_ = nullptr;
 	ibv_qp *qp_ = nullptr;      /* attached QP (subscriber) */
 	sockaddr_storage group_{};
 	bool joined_ = false;       /* rdma_join_multicast_ex completed */
+	int ip_member_fd_ = -1;     /* IPv6 on RoCE without rdma_cm: the socket holding the MLD membership */
 	mcast_membership m_{};
 	std::string err_;
 };

@@ -187,3 +187,31 @@ TEST(VerbsMcast, JoinWithoutRdmaCmDeviceFailsCleanly)
 	}
 	EXPECT_EQ(g.leave(), 0);
 }
+
+/* An IPv6 group on RoCEv2 joined without rdma_cm (it answers ENOTSUPP):
+ * the membership is the one rdma_cm would have given, built locally. */
+TEST(VerbsMcast, Ipv6RoceMembershipWithoutRdmaCm)
+{
+	in6_addr g{};
+	ASSERT_EQ(inet_pton(AF_INET6, "ff15::7701", &g), 1);
+	mcast_membership m;
+	membership_ipv6_roce(g, 2, 1, &m);
+	EXPECT_EQ(memcmp(m.mgid.raw, &g, 16), 0);
+	EXPECT_EQ(memcmp(m.ah_attr.grh.dgid.raw, &g, 16), 0);
+	EXPECT_EQ(m.ah_attr.is_global, 1);
+	EXPECT_EQ(m.ah_attr.grh.sgid_index, 2);
+	EXPECT_EQ(m.ah_attr.grh.hop_limit, 64);
+	EXPECT_EQ(m.ah_attr.port_num, 1);
+	EXPECT_EQ(m.ah_attr.dlid, 0);
+	EXPECT_EQ(m.mlid, 0);
+	EXPECT_EQ(m.qpn, mcast_qpn);
+	EXPECT_EQ(m.qkey, uint32_t(RDMA_UDP_QKEY));
+	/* It passes the same checks a join event's parameters get. */
+	rdma_ud_param p{};
+	p.ah_attr = m.ah_attr;
+	p.qp_num = m.qpn;
+	p.qkey = m.qkey;
+	mcast_membership back;
+	std::string why;
+	EXPECT_EQ(membership_from_ud(p, false, &back, &why), 0) << why;
+}
