@@ -348,9 +348,12 @@ int poll_main(void *arg)
 		if (r.pub != nullptr && r.pub->done && (r.subs.empty() || now > r.drain_until))
 			break;
 		if (r.pub == nullptr) {
+			/* A fresh clock: receive_some stamped last_rx after now
+			 * was read, and now - last_rx would wrap around. */
+			const uint64_t t = rte_rdtsc();
 			bool idle = true;
 			for (auto &s : r.subs)
-				idle &= s->last_rx != 0 && now - s->last_rx > r.idle_ticks;
+				idle &= s->last_rx != 0 && t > s->last_rx && t - s->last_rx > r.idle_ticks;
 			if (idle || (r.end_tsc != 0 && now >= r.end_tsc) || g_stop)
 				break;
 		}
@@ -714,6 +717,17 @@ int report(run &r)
 		       i, (unsigned long)s.received.load(), (unsigned long)miss, (unsigned long)dups,
 		       (unsigned long)reord, (unsigned long)old, (unsigned long)s.malformed.load(),
 		       (unsigned long)s.foreign.load(), (unsigned long)k.rx_drops());
+		if (k.rx_drops() != 0) {
+			/* Each reason by name: on a real link most are frames
+			 * that are not RoCE at all (the kernel's ICMPv6, ...). */
+			printf("sub%zu: rx_drops by reason:", i);
+#define X(name, desc)                                                                                                  \
+	if (k.name != 0)                                                                                               \
+		printf(" " #name "=%lu", (unsigned long)k.name);
+			RDGRAM_RX_DROPS(X)
+#undef X
+			printf("\n");
+		}
 		printf("sub%zu: latency_ns samples=%lu p50=%lu p99=%lu p99.9=%lu max=%lu (one-way, TSC)\n", i,
 		       (unsigned long)s.hist.count(), (unsigned long)s.hist.quantile_ns(0.5),
 		       (unsigned long)s.hist.quantile_ns(0.99), (unsigned long)s.hist.quantile_ns(0.999),
