@@ -7,7 +7,7 @@
  * derived from its completion (rdgram/ah_from_wc.h), created on rxe.
  *
  *   verbs_peer --dir DIR --expect N [--qkey Q] [--echo] [--timeout S]
- *              [--join GROUP --local ADDR]
+ *              [--join GROUP --local ADDR | --attach GROUP]
  *
  * It writes DIR/verbs_peer.ready ("qpn 0x... qkey 0x...") once the queue
  * exists (and the group is joined), then receives until N datagrams have
@@ -46,7 +46,7 @@ using namespace rdgram::verbs;
 namespace {
 
 struct options {
-	std::string dir, group, local;
+	std::string dir, group, local, attach;
 	unsigned expect = 0;
 	uint32_t qkey = 0x11111111;
 	bool echo = false;
@@ -78,6 +78,8 @@ bool parse(int argc, char **argv, options &o)
 			o.group = v;
 		else if (k == "--local")
 			o.local = v;
+		else if (k == "--attach")
+			o.attach = v;
 		else
 			return false;
 	}
@@ -195,6 +197,22 @@ int run(const options &o, runtime &rt)
 		return 2;
 	}
 #endif
+	/* --attach: ibv_attach_mcast(3) alone, no rdma_cm join (MLID 0, as
+	 * RoCE has no LIDs). */
+	ibv_gid attached{};
+	if (!o.attach.empty()) {
+		wire::gid g;
+		if (!parse_ip(o.attach, &g) || !g.is_multicast()) {
+			fprintf(stderr, "verbs_peer: --attach wants a multicast address\n");
+			return 2;
+		}
+		memcpy(attached.raw, g.raw, 16);
+		if (int e = ibv_attach_mcast(q.qp(), &attached, 0); e != 0) {
+			fprintf(stderr, "verbs_peer: ibv_attach_mcast %s: %s\n", o.attach.c_str(), strerror(e));
+			return 2;
+		}
+		printf("attached %s (no rdma_cm join)\n", o.attach.c_str());
+	}
 	const port_viol v0 = query_viol(dev.context(), dev.port_num());
 	gid_index gix;
 	gix.build(dev.port().gids);
@@ -287,6 +305,8 @@ int run(const options &o, runtime &rt)
 #ifdef RDGRAM_VERBS_MCAST
 		grp.leave();
 #endif
+		if (!o.attach.empty())
+			ibv_detach_mcast(q.qp(), &attached, 0);
 		dev.destroy_queue(q);
 		dev.close();
 	});
@@ -305,7 +325,7 @@ int main(int argc, char **argv)
 	options o;
 	if (!parse(argc, argv, o)) {
 		fprintf(stderr, "usage: verbs_peer --dir DIR --expect N [--qkey Q] [--echo] [--timeout S] "
-				"[--join GROUP --local ADDR]\n");
+				"[--join GROUP --local ADDR | --attach GROUP]\n");
 		return 2;
 	}
 	cpu_set_t cs;
