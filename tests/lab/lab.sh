@@ -1,7 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The lab: Linux's rdma_rxe (the kernel's RoCEv2) in a QEMU guest under
-# TCG, joined to the host by a tap inside a network namespace the test
-# creates. Sourced by the lab's tests (tests/lab/*.sh):
+# TCG, joined to the host in one of two ways (LAB_NET), both inside the
+# machine:
+#   tap    (default) a tap inside a network namespace the test creates;
+#          rdgram on the host side runs on net_af_packet over it, and the
+#          host's kernel has an address there for TCP exchanges;
+#   vhost  QEMU's vhost-user netdev against DPDK's net_vhost: no kernel
+#          networking on the host side at all (the guest's memory is a
+#          shared memfd; the NIC has vectors=0, as QEMU 7.2 under TCG
+#          crashes enabling a vhost-user virtio-net with MSI-X). The host's
+#          DPDK process must listen on the socket before lab_start.
+# Sourced by the lab's tests (tests/lab/*.sh):
 #
 #   . tests/lab/lab.sh
 #   lab_init NAME          checks what the lab needs (exit 77 with the reason
@@ -13,6 +22,7 @@
 #   EOF                    $LAB_RUN there is the run directory (/mnt)
 #   lab_start              boots the guest in the background
 #   lab_host CMD...        runs CMD on the host side, inside the namespace
+#   lab_host_port          the DPDK devargs of the host's port to the guest
 #   lab_wait               waits for the guest to power off (bounded):
 #                          0 when guest.sh exited 0; prints the console on
 #                          failure; a guest that did not boot, a module that
@@ -37,6 +47,7 @@ LAB_HOST_IP6=fd77::fe
 LAB_SOFT_IP=10.77.0.1
 LAB_SOFT_IP6=fd77::1
 LAB_BOOT_TIMEOUT=${LAB_BOOT_TIMEOUT:-240} # seconds from start to power-off, at most
+LAB_NET=${LAB_NET:-tap}
 
 lab_skip() {
 	echo "SKIP: $*"
@@ -66,7 +77,11 @@ lab_init() {
 	LAB_KVER=$(lab_kernel)
 	[[ -n $LAB_KVER ]] ||
 		lab_skip "no packaged kernel with rdma_rxe (/boot/vmlinuz-* and its modules; tests/lab/install-deps.sh)"
-	[[ -c /dev/net/tun ]] || lab_skip "/dev/net/tun missing: no tap for the guest's NIC"
+	case "$LAB_NET" in
+	tap) [[ -c /dev/net/tun ]] || lab_skip "/dev/net/tun missing: no tap for the guest's NIC" ;;
+	vhost) ;;
+	*) lab_fail "LAB_NET=$LAB_NET: tap or vhost" ;;
+	esac
 	# The guest's CPU (QEMU's TCG "max") has AVX2 but no AVX-512.
 	if [[ ${LAB_CPU_ISA:-} == native ]] && grep -qw avx512f /proc/cpuinfo; then
 		lab_skip "this tree is built for this host's CPU (AVX-512), which the guest's lacks: use a tree configured with -Dcpu_instruction_set=generic (build.sh test's build-generic/)"
@@ -85,7 +100,8 @@ lab_init() {
 	ip -n "$LAB_NS" link set "$LAB_TAP" up
 	ip -n "$LAB_NS" addr add "$LAB_HOST_IP/24" dev "$LAB_TAP"
 	ip -n "$LAB_NS" -6 addr add "$LAB_HOST_IP6/64" dev "$LAB_TAP" nodad
-	echo "lab: kernel $LAB_KVER, run directory $LAB_RUN, namespace $LAB_NS, tap $LAB_TAP"
+	LAB_VHOST_SOCK=$LAB_RUN/vhost.sock
+	echo "lab: kernel $LAB_KVER, run directory $LAB_RUN, namespace $LAB_NS, $([[ $LAB_NET == tap ]] && echo "tap $LAB_TAP" || echo "vhost-user $LAB_VHOST_SOCK")"
 }
 
 lab_cleanup() {
@@ -115,10 +131,39 @@ lab_guest_script() {
 	} >"$LAB_RUN/guest.sh"
 }
 
+lab_host_port() {
+	if [[ $LAB_NET == tap ]]; then
+		echo "net_af_packet0,iface=$LAB_TAP,qpairs=1,blocksz=4096,framesz=2048,framecnt=512"
+	else
+		echo "net_vhost0,iface=$LAB_VHOST_SOCK,queues=1"
+	fi
+}
+
+# Waits (bounded) until the host's net_vhost listens on the socket.
+lab_wait_vhost_socket() {
+	for _ in $(seq 1 300); do
+		[[ -S $LAB_VHOST_SOCK ]] && return 0
+		sleep 0.1
+	done
+	lab_fail "nothing listens on $LAB_VHOST_SOCK (the host's net_vhost port did not start)"
+}
+
 # Boots the guest: 2 vCPUs (TCG, one thread each), 2 GiB, the host's root
-# over 9p read-only, the run directory read-write, a virtio NIC on the tap.
+# over 9p read-only, the run directory read-write, a virtio NIC on the tap
+# or on vhost-user.
 lab_start() {
 	local cmdline="console=ttyS0 quiet panic=-1 lab.ip=$LAB_GUEST_IP/24 lab.ip6=$LAB_GUEST_IP6/64"
+	local nic
+	if [[ $LAB_NET == tap ]]; then
+		nic=(-netdev "tap,id=n0,ifname=$LAB_TAP,script=no,downscript=no"
+			-device "virtio-net-pci,netdev=n0,mac=$LAB_GUEST_MAC")
+	else
+		lab_wait_vhost_socket
+		nic=(-object memory-backend-memfd,id=mem,size=2048M,share=on -numa node,memdev=mem
+			-chardev "socket,id=vhu,path=$LAB_VHOST_SOCK"
+			-netdev vhost-user,id=n0,chardev=vhu
+			-device "virtio-net-pci,netdev=n0,mac=$LAB_GUEST_MAC,vectors=0")
+	fi
 	ip netns exec "$LAB_NS" timeout -k 5 "$LAB_BOOT_TIMEOUT" qemu-system-x86_64 \
 		-accel tcg -cpu max -smp 2 -m 2048 -nographic -no-reboot -nodefaults -serial stdio \
 		-kernel "/boot/vmlinuz-$LAB_KVER" -initrd "$LAB_INITRD" -append "$cmdline" \
@@ -126,9 +171,7 @@ lab_start() {
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 		-fsdev local,id=labrun,path="$LAB_RUN",security_model=none \
 		-device virtio-9p-pci,fsdev=labrun,mount_tag=labrun \
-		-netdev tap,id=n0,ifname="$LAB_TAP",script=no,downscript=no \
-		-device virtio-net-pci,netdev=n0,mac=$LAB_GUEST_MAC \
-		</dev/null >"$LAB_RUN/console.log" 2>&1 &
+		"${nic[@]}" </dev/null >"$LAB_RUN/console.log" 2>&1 &
 	LAB_QEMU=$!
 	LAB_T0=$SECONDS
 }

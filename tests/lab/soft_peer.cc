@@ -7,11 +7,14 @@
  * IPv4 and an IPv6 address, with bad datagrams among the good ones, and
  * checking what comes back.
  *
- *   soft_peer --iface TAP --mac MAC --ip4 A --ip6 A6 --peer-mac MAC
+ *   soft_peer --port DEVARGS --mac MAC --ip4 A --ip6 A6 --peer-mac MAC
  *             --peer4 B --peer6 B6 --ready FILE --count N [--echo] [--bad]
  *             [--timeout S]
  *
- * It waits for FILE (verbs_peer's "qpn 0x... qkey 0x..."), resolves both
+ * DEVARGS is the DPDK port to the guest: net_af_packet on the lab's tap, or
+ * net_vhost on QEMU's vhost-user socket (no kernel networking on the host
+ * side at all). It starts the port, then waits, polling, for FILE
+ * (verbs_peer's "qpn 0x... qkey 0x..."), resolves both
  * peers by ARP and ND through the driver (the answers must carry
  * --peer-mac), then per family sends N good datagrams (tag 0x60 + i in
  * byte 0, lengths up to the rxe MTU). With --bad, between the first five
@@ -21,7 +24,7 @@
  * from the peer's QPN and the peer's GID of that family to ours.
  *
  * The soft device sends through a net_ring pair whose far end this program
- * forwards to and from net_af_packet on TAP (a bump in the wire): that is
+ * forwards to and from that port (a bump in the wire): that is
  * where the ICRC of a 0xb1 frame is spoiled after the driver computed it.
  * The wrong P_Key comes from a second soft device configured with that
  * partition (static neighbours, send only). Frames from the tap that are
@@ -62,7 +65,7 @@ constexpr uint32_t no_such_qpn = 0xfffff0;
 enum : uint8_t { tag_good = 0x60, tag_icrc = 0xb1, tag_qkey = 0xb2, tag_pkey = 0xb3, tag_qpn = 0xb4 };
 
 struct options {
-	std::string iface, ready;
+	std::string port, ready;
 	rte_ether_addr mac{}, peer_mac{};
 	wire::gid ip4{}, ip6{}, peer4{}, peer6{};
 	unsigned count = 8;
@@ -85,8 +88,8 @@ bool parse(int argc, char **argv, options &o)
 			return false;
 		const std::string v = argv[++i];
 		bool ok = true;
-		if (k == "--iface")
-			o.iface = v, have |= 1;
+		if (k == "--port")
+			o.port = v, have |= 1;
 		else if (k == "--mac")
 			ok = parse_mac(v, &o.mac), have |= 2;
 		else if (k == "--ip4")
@@ -282,32 +285,24 @@ std::vector<uint8_t> payload(uint8_t tag, unsigned i, uint32_t mtu)
 	return p;
 }
 
-bool read_ready(const std::string &path, double timeout_s, uint32_t *qpn, uint32_t *qkey)
+/* verbs_peer's ready file, once it exists (it is renamed into place
+ * whole). */
+bool read_ready(const std::string &path, uint32_t *qpn, uint32_t *qkey)
 {
-	const double t0 = now_s();
-	while (now_s() - t0 < timeout_s) {
-		if (FILE *f = fopen(path.c_str(), "r")) {
-			const int n = fscanf(f, "qpn %x qkey %x", qpn, qkey);
-			fclose(f);
-			if (n == 2)
-				return true;
-		}
-		usleep(50000);
-	}
-	return false;
+	FILE *f = fopen(path.c_str(), "r");
+	if (f == nullptr)
+		return false;
+	const int n = fscanf(f, "qpn %x qkey %x", qpn, qkey);
+	fclose(f);
+	return n == 2;
 }
 
 int run(const options &o, runtime &rt)
 {
-	uint32_t peer_qpn = 0, peer_qkey = 0;
-	if (!read_ready(o.ready, o.timeout_s, &peer_qpn, &peer_qkey)) {
-		fprintf(stderr, "FAIL: %s never appeared (the guest's verbs_peer did not start)\n", o.ready.c_str());
-		return 1;
-	}
-	printf("peer: QPN 0x%x Q_Key 0x%x\n", peer_qpn, peer_qkey);
+	const std::string name = o.port.substr(0, o.port.find(','));
 	uint16_t afp;
-	if (rte_eth_dev_get_port_by_name("net_af_packet0", &afp) != 0) {
-		fprintf(stderr, "soft_peer: no net_af_packet0 port\n");
+	if (rte_eth_dev_get_port_by_name(name.c_str(), &afp) != 0) {
+		fprintf(stderr, "soft_peer: no port %s\n", name.c_str());
 		return 2;
 	}
 	peer p{rt, o, afp, {}, {}, {}, {}, {}, {}};
@@ -324,7 +319,7 @@ int run(const options &o, runtime &rt)
 		       rte_eth_tx_queue_setup(port, 0, 512, SOCKET_ID_ANY, nullptr) == 0 && rte_eth_dev_start(port) == 0;
 	};
 	if (!start(afp) || !start(p.good.wire_port) || !start(p.badp.wire_port)) {
-		fprintf(stderr, "soft_peer: cannot start net_af_packet0 on %s or a ring's wire end\n", o.iface.c_str());
+		fprintf(stderr, "soft_peer: cannot start %s or a ring's wire end\n", o.port.c_str());
 		return 2;
 	}
 	soft_config c;
@@ -357,6 +352,28 @@ int run(const options &o, runtime &rt)
 	rt.ctl().add_poller(&soft_device::control_poller, &p.pdev);
 	p.tid = rte_lcore_id();
 	poll_thread_online(rt.qsbr(), p.tid);
+
+	/* The guest's peer, polling meanwhile (ARP, ND and the link's other
+	 * traffic keep being answered or counted). */
+	uint32_t peer_qpn = 0, peer_qkey = 0;
+	const double tw = now_s();
+	while (!read_ready(o.ready, &peer_qpn, &peer_qkey)) {
+		if (now_s() - tw > o.timeout_s) {
+			fprintf(stderr, "FAIL: %s never appeared (the guest's verbs_peer did not start)\n",
+				o.ready.c_str());
+			poll_thread_offline(rt.qsbr(), p.tid);
+			rt.ctl().remove_poller(&soft_device::control_poller, &p.dev);
+			rt.ctl().remove_poller(&soft_device::control_poller, &p.pdev);
+			p.dev.close();
+			p.pdev.close();
+			return 1;
+		}
+		for (int i = 0; i < 200; i++) {
+			p.pump();
+			rte_delay_us_block(100);
+		}
+	}
+	printf("peer: QPN 0x%x Q_Key 0x%x\n", peer_qpn, peer_qkey);
 
 	bool ok = true;
 	unsigned echoes_ok = 0, echoes_bad = 0, sent_good = 0, sent_bad = 0;
@@ -488,7 +505,7 @@ int main(int argc, char **argv)
 {
 	options o;
 	if (!parse(argc, argv, o)) {
-		fprintf(stderr, "usage: soft_peer --iface TAP --mac MAC --ip4 A --ip6 A6 --peer-mac MAC --peer4 B "
+		fprintf(stderr, "usage: soft_peer --port DEVARGS --mac MAC --ip4 A --ip6 A6 --peer-mac MAC --peer4 B "
 				"--peer6 B6 --ready FILE --count N(5..200) [--echo] [--bad] [--timeout S]\n");
 		return 2;
 	}
@@ -502,8 +519,9 @@ int main(int argc, char **argv)
 				break;
 			}
 	std::vector<std::string> eal = default_eal_args(512, lcore);
-	eal.push_back("--vdev=net_af_packet0,iface=" + o.iface + ",qpairs=1,blocksz=4096,framesz=2048,framecnt=512");
+	eal.push_back("--vdev=" + o.port);
 	eal.push_back("--log-level=pmd.net.af_packet:warning");
+	eal.push_back("--log-level=pmd.net.vhost:warning");
 	runtime rt;
 	if (rt.init(eal, argv[0]) != 0) {
 		fprintf(stderr, "soft_peer: %s\n", rt.error().c_str());

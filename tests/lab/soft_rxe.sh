@@ -8,13 +8,15 @@
 # and ND); the host checks every answer byte for byte. Then what rxe counted:
 # rcvd_pkts (good only), the port's P_Key and Q_Key violation counters, and
 # the kernel's "bad ICRC" lines.
+# The guest's NIC is on the lab's tap, or with LAB_NET=vhost on vhost-user
+# (DPDK's net_vhost on the host side: no kernel networking there).
 # usage: soft_rxe.sh LAB_SOFT_PEER LAB_VERBS_PEER
 set -u
 . "$(dirname "$0")/lab.sh"
 soft=$(realpath "${1:?usage: soft_rxe.sh LAB_SOFT_PEER LAB_VERBS_PEER}")
 verbs=$(realpath "${2:?usage: soft_rxe.sh LAB_SOFT_PEER LAB_VERBS_PEER}")
 n=12 # good datagrams per family
-lab_init soft_rxe
+lab_init "soft_rxe_$LAB_NET"
 lab_guest_script <<EOF
 rdma statistic show link rxe0/1 >\$LAB_RUN/stat.before
 timeout 120 '$verbs' --dir \$LAB_RUN --expect $((2 * n)) --echo --timeout 90 >\$LAB_RUN/verbs_peer.out 2>&1
@@ -23,13 +25,16 @@ rdma statistic show link rxe0/1 >\$LAB_RUN/stat.after
 dmesg >\$LAB_RUN/dmesg.out
 exit \$rc
 EOF
-lab_start
-lab_host "$soft" --iface "$LAB_TAP" --mac 02:00:00:77:00:01 --ip4 "$LAB_SOFT_IP" --ip6 "$LAB_SOFT_IP6" \
+# The host's side first: with vhost-user it is the socket's server.
+lab_host_bg "$soft" --port "$(lab_host_port)" --mac 02:00:00:77:00:01 --ip4 "$LAB_SOFT_IP" --ip6 "$LAB_SOFT_IP6" \
 	--peer-mac "$LAB_GUEST_MAC" --peer4 "$LAB_GUEST_IP" --peer6 "$LAB_GUEST_IP6" \
-	--ready "$LAB_RUN/verbs_peer.ready" --count $n --bad --echo --timeout 90 >"$LAB_RUN/soft_peer.out" 2>&1
-src=$?
+	--ready "$LAB_RUN/verbs_peer.ready" --count $n --bad --echo --timeout 120 >"$LAB_RUN/soft_peer.out" 2>&1
+speer=$LAB_LAST_PID
+lab_start
 lab_wait
 grc=$?
+wait "$speer"
+src=$?
 echo "--- host: soft_peer (exit $src)"
 cat "$LAB_RUN/soft_peer.out"
 echo "--- guest: verbs_peer (guest.sh exit $grc)"
