@@ -689,6 +689,29 @@ inline bool wc_to_recv(const ibv_wc &w, rte_mbuf *m, bool eth, recv_wc &out)
 	return true;
 }
 
+/*
+ * The ibv_wc a completion was made from, as far as recv_wc keeps it: for
+ * libibverbs calls that take one (ibv_init_ah_from_wc(3), beside rdgram's
+ * own init_ah_from_wc). status is SUCCESS, opcode RECV; wr_id, vendor_err
+ * and the fields wc_to_recv drops are zero. (Any thread.)
+ */
+inline ibv_wc ibv_wc_of(const recv_wc &r)
+{
+	ibv_wc w{};
+	w.status = IBV_WC_SUCCESS;
+	w.opcode = IBV_WC_RECV;
+	w.byte_len = r.byte_len;
+	w.qp_num = r.qp_num;
+	w.src_qp = r.src_qp;
+	w.wc_flags = ((r.wc_flags & wc_grh) ? IBV_WC_GRH : 0) | ((r.wc_flags & wc_with_imm) ? IBV_WC_WITH_IMM : 0);
+	w.imm_data = r.imm_data;
+	w.slid = r.slid;
+	w.sl = r.sl;
+	w.pkey_index = r.pkey_index;
+	w.dlid_path_bits = r.dlid_path_bits;
+	return w;
+}
+
 } // namespace rdgram::verbs
 
 #endif

@@ -324,17 +324,7 @@ TEST(VerbsHw, ReplyPathFromRealCompletion)
 
 		ibv_ah_attr mine{}, theirs{};
 		ASSERT_EQ(init_ah_from_wc(pa, gix, 1, wc, area, &mine), 0) << strerror(errno);
-		ibv_wc raw{};
-		raw.status = IBV_WC_SUCCESS;
-		raw.opcode = IBV_WC_RECV;
-		raw.byte_len = wc.byte_len;
-		raw.qp_num = wc.qp_num;
-		raw.src_qp = wc.src_qp;
-		raw.wc_flags = (wc.wc_flags & wc_grh) ? IBV_WC_GRH : 0;
-		raw.slid = wc.slid;
-		raw.sl = wc.sl;
-		raw.pkey_index = wc.pkey_index;
-		raw.dlid_path_bits = wc.dlid_path_bits;
+		ibv_wc raw = ibv_wc_of(wc);
 		const int rrc = ibv_init_ah_from_wc(f.dev.context(), f.dev.port_num(), &raw,
 						    reinterpret_cast<ibv_grh *>(const_cast<uint8_t *>(area)), &theirs);
 		const int rerr = errno;

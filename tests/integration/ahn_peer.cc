@@ -40,11 +40,11 @@
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
 #include <rte_random.h>
-#include <sched.h>
 
 #include "rdgram/ahn_attrib.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
+#include "tool_cpu.h"
 #include "soft_device.h"
 
 using namespace rdgram;
@@ -399,16 +399,7 @@ int main(int argc, char **argv)
 	 * last (two busy pollers on one CPU would take turns by time slice).
 	 * This thread polls; the control thread runs off it. */
 	const bool receiver = o.role == "receiver";
-	cpu_set_t cs;
-	CPU_ZERO(&cs);
-	std::string lcore = "0";
-	if (sched_getaffinity(0, sizeof(cs), &cs) == 0)
-		for (int i = 0; i < CPU_SETSIZE; i++)
-			if (CPU_ISSET(i, &cs)) {
-				lcore = std::to_string(i);
-				if (receiver)
-					break;
-			}
+	const std::string lcore = test::allowed_cpu(!receiver);
 	std::vector<std::string> eal = default_eal_args(256, lcore);
 	eal.push_back(std::string("--vdev=net_memif0,role=") + (receiver ? "server" : "client") +
 		      ",id=0,socket=" + o.socket + ",socket-abstract=no");

@@ -28,11 +28,11 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_lcore.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
+#include "tool_cpu.h"
 #include "soft_device.h"
 
 using namespace rdgram;
@@ -298,15 +298,7 @@ int main(int argc, char **argv)
 		return 2;
 	/* One lcore (the first CPU we may use): this thread polls; the control
 	 * thread runs off it. */
-	cpu_set_t cs;
-	CPU_ZERO(&cs);
-	std::string lcore = "0";
-	if (sched_getaffinity(0, sizeof(cs), &cs) == 0)
-		for (int i = 0; i < CPU_SETSIZE; i++)
-			if (CPU_ISSET(i, &cs)) {
-				lcore = std::to_string(i);
-				break;
-			}
+	const std::string lcore = test::allowed_cpu();
 	std::vector<std::string> eal = default_eal_args(256, lcore);
 	eal.push_back("--vdev=net_af_packet0,iface=" + o.iface + ",qpairs=1,blocksz=4096,framesz=2048,framecnt=512");
 	eal.push_back("--log-level=pmd.net.af_packet:warning");

@@ -46,11 +46,11 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 #include <rte_udp.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
+#include "tool_cpu.h"
 #include "soft_device.h"
 
 using namespace rdgram;
@@ -509,15 +509,7 @@ int main(int argc, char **argv)
 				"--peer6 B6 --ready FILE --count N(5..200) [--echo] [--bad] [--timeout S]\n");
 		return 2;
 	}
-	cpu_set_t cs;
-	CPU_ZERO(&cs);
-	std::string lcore = "0";
-	if (sched_getaffinity(0, sizeof(cs), &cs) == 0)
-		for (int i = 0; i < CPU_SETSIZE; i++)
-			if (CPU_ISSET(i, &cs)) {
-				lcore = std::to_string(i);
-				break;
-			}
+	const std::string lcore = test::allowed_cpu();
 	std::vector<std::string> eal = default_eal_args(512, lcore);
 	eal.push_back("--vdev=" + o.port);
 	eal.push_back("--log-level=pmd.net.af_packet:warning");

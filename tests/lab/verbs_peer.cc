@@ -30,11 +30,11 @@
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
-#include <sched.h>
 
 #include "rdgram/ah_from_wc.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
+#include "tool_cpu.h"
 #include "verbs_device.h"
 #ifdef RDGRAM_VERBS_MCAST
 #include "verbs_mcast.h"
@@ -106,17 +106,7 @@ void print_reply_ahs(const verbs_device &dev, const gid_index &gix, const recv_w
 	ibv_ah_attr mine{}, theirs{};
 	const int mrc = init_ah_from_wc(dev.port(), gix, 1, wc, area, &mine);
 	const int merr = errno;
-	ibv_wc raw{};
-	raw.status = IBV_WC_SUCCESS;
-	raw.opcode = IBV_WC_RECV;
-	raw.byte_len = wc.byte_len;
-	raw.qp_num = wc.qp_num;
-	raw.src_qp = wc.src_qp;
-	raw.wc_flags = (wc.wc_flags & wc_grh) ? IBV_WC_GRH : 0;
-	raw.slid = wc.slid;
-	raw.sl = wc.sl;
-	raw.pkey_index = wc.pkey_index;
-	raw.dlid_path_bits = wc.dlid_path_bits;
+	ibv_wc raw = ibv_wc_of(wc);
 	const int rrc = ibv_init_ah_from_wc(dev.context(), dev.port_num(), &raw,
 					    reinterpret_cast<ibv_grh *>(const_cast<uint8_t *>(area)), &theirs);
 	const int rerr = errno;
@@ -328,15 +318,7 @@ int main(int argc, char **argv)
 				"[--join GROUP --local ADDR | --attach GROUP]\n");
 		return 2;
 	}
-	cpu_set_t cs;
-	CPU_ZERO(&cs);
-	std::string lcore = "0";
-	if (sched_getaffinity(0, sizeof(cs), &cs) == 0)
-		for (int i = 0; i < CPU_SETSIZE; i++)
-			if (CPU_ISSET(i, &cs)) {
-				lcore = std::to_string(i);
-				break;
-			}
+	const std::string lcore = test::allowed_cpu();
 	runtime rt;
 	if (rt.init(default_eal_args(256, lcore), argv[0]) != 0) {
 		fprintf(stderr, "verbs_peer: %s\n", rt.error().c_str());
