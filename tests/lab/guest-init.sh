@@ -30,6 +30,7 @@ for arg in $(cat /proc/cmdline); do
 	lab.ip=*) LAB_IP=${arg#lab.ip=} ;;
 	lab.ip6=*) LAB_IP6=${arg#lab.ip6=} ;;
 	lab.mtu=*) LAB_MTU=${arg#lab.mtu=} ;;
+	lab.keep=*) LAB_KEEP_PATHS=${arg#lab.keep=} ;;
 	esac
 done
 
@@ -47,12 +48,25 @@ mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 labrun /run-dir ||
 	die "9p mount of the run directory failed"
 mkdir -p /run-dir/out
 
+# A view of the host's root without what is mounted over it next: the
+# paths under /tmp or /run the test needs (lab.keep=, comma-separated: the
+# checkout and the binaries, wherever they live) are bound back from it
+# onto the guest's own tmpfs.
+mkdir -p /hostro
+mount --bind /host /hostro || die "bind mount of the host's root failed"
 mount -t proc proc /host/proc
 mount -t sysfs sysfs /host/sys
 mount -t devtmpfs devtmpfs /host/dev
 mount -t tmpfs tmpfs /host/tmp
 mount -t tmpfs tmpfs /host/run
 mount --bind /run-dir /host/mnt || die "bind mount of the run directory failed"
+for p in $(echo "$LAB_KEEP_PATHS" | tr ',' ' '); do
+	case "$p" in
+	/tmp/* | /run/*)
+		mkdir -p "/host$p" && mount --bind "/hostro$p" "/host$p" || die "cannot keep $p visible in the guest"
+		;;
+	esac
+done
 
 # The host's iproute2 (busybox's ip has no nodad).
 hip() { chroot /host /usr/bin/ip "$@"; }
@@ -71,6 +85,8 @@ rc=$?
 echo "$rc" >/run-dir/guest.rc
 say "guest.sh exited $rc"
 sync
-umount /host/mnt /host/run /host/tmp /host/dev /host/sys /host/proc 2>/dev/null
+umount /host/mnt 2>/dev/null
+for p in $(echo "$LAB_KEEP_PATHS" | tr ',' ' '); do umount "/host$p" 2>/dev/null; done
+umount /host/run /host/tmp /host/dev /host/sys /host/proc /hostro 2>/dev/null
 umount /run-dir 2>/dev/null
 poweroff -f

@@ -17,6 +17,9 @@
 #                          when QEMU or the kernel is missing, or not root),
 #                          makes the run directory, the namespace and the tap,
 #                          and builds the initramfs (once)
+#   lab_keep PATH...       host paths the guest must see although they lie
+#                          under /tmp or /run (where the guest has its own
+#                          tmpfs); the checkout is kept already
 #   lab_guest_script <<EOF the guest's commands (bash, run as root in a chroot
 #   ...                    of the host's root: same paths, same binaries);
 #   EOF                    $LAB_RUN there is the run directory (/mnt)
@@ -93,6 +96,8 @@ lab_init() {
 	LAB_TAP=rdgtap$$
 	LAB_PIDS=()
 	LAB_QEMU=
+	LAB_KEEP_PATHS=()
+	lab_keep "$LAB_REPO"
 	trap lab_cleanup EXIT
 	ip netns add "$LAB_NS" || lab_skip "cannot create a network namespace"
 	ip -n "$LAB_NS" link set lo up
@@ -121,6 +126,16 @@ lab_cleanup() {
 	[[ -n $left ]] && kill -9 $left 2>/dev/null
 	ip netns del "$LAB_NS" 2>/dev/null
 	[[ -n ${LAB_KEEP:-} ]] && echo "lab: kept $LAB_RUN" || rm -rf "$LAB_RUN"
+}
+
+lab_keep() {
+	local p
+	for p in "$@"; do
+		p=$(realpath "$p")
+		[[ -f $p ]] && p=$(dirname "$p")
+		[[ $p == *[,\ ]* ]] && lab_fail "the lab cannot pass a path with a comma or a space to the guest: $p"
+		LAB_KEEP_PATHS+=("$p")
+	done
 }
 
 lab_guest_script() {
@@ -153,6 +168,7 @@ lab_wait_vhost_socket() {
 # or on vhost-user.
 lab_start() {
 	local cmdline="console=ttyS0 quiet panic=-1 lab.ip=$LAB_GUEST_IP/24 lab.ip6=$LAB_GUEST_IP6/64"
+	cmdline+=" lab.keep=$(IFS=,; echo "${LAB_KEEP_PATHS[*]}")"
 	local nic
 	if [[ $LAB_NET == tap ]]; then
 		nic=(-netdev "tap,id=n0,ifname=$LAB_TAP,script=no,downscript=no"

@@ -15,6 +15,7 @@ n=150   # messages per group and direction
 rate=75 # per group per second: the guest is an emulator
 groups=(--group 239.255.77.1 --group ff15::7701)
 lab_init mcast_rxe
+lab_keep "$mc"
 eal_host=(-l 0 --no-huge --no-shconf -m 256 --no-pci --vdev="net_af_packet0,iface=$LAB_TAP"
 	--log-level=lib.eal:error --log-level=pmd.net.af_packet:error)
 soft=(--mode pub --port net_af_packet0 --address "$LAB_SOFT_IP" --address "$LAB_SOFT_IP6" --qkey 0x1234567

@@ -17,6 +17,7 @@ soft=$(realpath "${1:?usage: soft_rxe.sh LAB_SOFT_PEER LAB_VERBS_PEER}")
 verbs=$(realpath "${2:?usage: soft_rxe.sh LAB_SOFT_PEER LAB_VERBS_PEER}")
 n=12 # good datagrams per family
 lab_init "soft_rxe_$LAB_NET"
+lab_keep "$soft" "$verbs"
 lab_guest_script <<EOF
 rdma statistic show link rxe0/1 >\$LAB_RUN/stat.before
 timeout 120 '$verbs' --dir \$LAB_RUN --expect $((2 * n)) --echo --timeout 90 >\$LAB_RUN/verbs_peer.out 2>&1

@@ -10,6 +10,7 @@ set -u
 . "$(dirname "$0")/lab.sh"
 exe=$(realpath "${1:?usage: verbs_hw.sh TEST_VERBS_HW}")
 lab_init verbs_hw
+lab_keep "$exe"
 lab_guest_script <<EOF
 RDGRAM_VERBS_DEVICE=rxe0 RDGRAM_MCAST_LOCAL=$LAB_GUEST_IP timeout 150 '$exe' >\$LAB_RUN/suite.out 2>&1
 rc=\$?
