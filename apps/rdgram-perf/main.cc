@@ -25,6 +25,9 @@
 
 #include "cli.h"
 #include "perf_config.h"
+#include "perf_oob.h"
+#include "perf_peer.h"
+#include "perf_port.h"
 #include "perf_rdma.h"
 #include "perf_status.h"
 #include "perf_tests.h"
@@ -227,37 +230,32 @@ int client_main(void *arg)
 	return 0;
 }
 
-/* Probes a vdev from devargs and returns its port id. */
-int probe_port(const std::string &devargs, uint16_t *port)
+/* --oob with the soft driver (rdgram's own rendezvous): swaps our
+ * address, QPN, Q_Key and MAC for the peer's, written into *other. */
+int oob_swap(const perf_config &c, const endpoint_config &self, endpoint_config *other)
 {
-	std::string name = devargs.substr(0, devargs.find(','));
-	if (rte_eth_dev_get_port_by_name(name.c_str(), port) == 0)
-		return 0; /* given with --vdev on the EAL command line */
-	int rc = rte_dev_probe(devargs.c_str());
-	if (rc < 0) {
-		fprintf(stderr, "rdgram-perf: cannot probe '%s': %s\n", devargs.c_str(), strerror(-rc));
-		return -rc;
+	oob_addr me{}, peer{};
+	memcpy(me.gid, self.address.raw, 16);
+	me.qpn = self.qpn;
+	me.qkey = self.qkey;
+	memcpy(me.mac, self.mac.addr_bytes, 6);
+	std::string err;
+	if (int rc = oob_exchange(c.rdma.oob, c.mode == "server", me, c.timeout_s, &peer, &err); rc != 0) {
+		fprintf(stderr, "rdgram-perf: --oob %s: %s\n", c.rdma.oob.c_str(), err.c_str());
+		return rc;
 	}
-	if (rte_eth_dev_get_port_by_name(name.c_str(), port) != 0) {
-		fprintf(stderr, "rdgram-perf: '%s' created no ethdev port\n", devargs.c_str());
-		return ENODEV;
-	}
+	memcpy(other->address.raw, peer.gid, 16);
+	other->qpn = peer.qpn;
+	other->qkey = peer.qkey;
+	memcpy(other->mac.addr_bytes, peer.mac, 6);
+	if (!c.json)
+		printf(" rdgram-perf: --oob %s: peer QPN 0x%06x, GID %s, Q_Key 0x%x\n", c.rdma.oob.c_str(), other->qpn,
+		       format_gid(other->address).c_str(), other->qkey);
 	return 0;
 }
 
 /* SIGINT, SIGTERM: perf_tests.h's loops end as at their deadline. */
 void on_stop_signal(int) { perf_stop.store(true, std::memory_order_relaxed); }
-
-bool wait_link_up(uint16_t port, uint64_t deadline)
-{
-	rte_eth_link l{};
-	while (!past(deadline, rte_rdtsc())) {
-		if (rte_eth_link_get_nowait(port, &l) == 0 && l.link_status == RTE_ETH_LINK_UP)
-			return true;
-		rte_delay_us_sleep(10000);
-	}
-	return false;
-}
 
 void print_counters(const char *role, const qp_counters &k)
 {
@@ -326,10 +324,15 @@ int main(int argc, char **argv)
 	app.add("--port", port_args,
 		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
 		"[server|client].vdev; a port given with the EAL's --vdev is found by name)");
-	std::string oob;
+	std::string oob, oob_proto;
 	app.add("--oob", oob,
-		"verbs/mlx5: HOST:PORT of a TCP exchange of QPN, GID, LID and Q_Key before the test, as "
-		"perftest does: the server listens there, the client connects (overrides [rdma] oob) [none]");
+		"HOST:PORT of a TCP exchange of addresses before the test, as perftest does: the server "
+		"listens there, the client connects (overrides [rdma] oob) [none]");
+	app.add("--oob-proto", oob_proto,
+		"what --oob speaks: rdgram (rdgram-perf's own rendezvous and tests), perftest (be the "
+		"peer of ib_send_lat / ib_send_bw -c UD, perftest 6.06's exchange) or ud_pingpong (be the "
+		"peer of ibv_ud_pingpong) (overrides [rdma] oob_proto) [rdgram]")
+		.one_of({"rdgram", "perftest", "ud_pingpong"});
 	app.flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
 	app.flag("--json", json, "print results as JSON lines instead of tables");
 	double status_interval = 1.0;
@@ -376,13 +379,17 @@ int main(int argc, char **argv)
 	c.json |= json;
 	if (!oob.empty())
 		c.rdma.oob = oob;
-	if (!c.rdma.oob.empty() && c.driver == "soft") {
-		fprintf(stderr, "rdgram-perf: --oob / [rdma] oob is for the verbs and mlx5 drivers\n");
+	if (!oob_proto.empty())
+		c.rdma.oob_proto = oob_proto;
+	if (!c.rdma.oob.empty() && c.mode == "loopback") {
+		fprintf(stderr, "rdgram-perf: --oob needs --mode server or --mode client\n");
 		return 2;
 	}
 	if (!port_args.empty())
 		(c.mode == "server" ? c.server : c.client).vdev = port_args;
 	c.use_imm |= imm;
+	if (peer_proto(c) && !peer_config_ok(c))
+		return 2;
 	if (c.size > c.mtu) {
 		fprintf(stderr, "rdgram-perf: size %u is above the path MTU %u\n", c.size, c.mtu);
 		return 2;
@@ -435,6 +442,11 @@ int main(int argc, char **argv)
 	std::signal(SIGTERM, on_stop_signal);
 	if (c.driver != "soft") { /* verbs or mlx5: perf_rdma.cc */
 		const int st = run_rdma(rt, c, deadline);
+		rt.fini();
+		return st;
+	}
+	if (peer_proto(c)) { /* the peer of perftest or ibv_ud_pingpong: perf_peer_soft.cc */
+		const int st = run_soft_peer(rt, c, deadline);
 		rt.fini();
 		return st;
 	}
@@ -526,6 +538,14 @@ int main(int argc, char **argv)
 			wait_on_lcore(srv.where.lcore);
 		} else {
 			endpoint &me = c.mode == "server" ? srv : cli;
+			/* --oob: the peer's address, QPN and MAC from it instead
+			 * of the config (perf_oob.h). */
+			endpoint_config other = *me.other;
+			if (!c.rdma.oob.empty()) {
+				if (oob_swap(c, *me.self, &other) != 0)
+					return 1;
+				me.other = &other;
+			}
 			uint16_t port;
 			if (probe_port(me.self->vdev, &port) != 0)
 				return 1;

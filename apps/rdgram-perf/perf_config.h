@@ -33,10 +33,16 @@ struct rdma_config {
 	std::string device;        /* ibv device name ("" : the first usable one) */
 	uint8_t port = 1;          /* physical port */
 	uint8_t gid_index = 0;     /* sgid_index (RoCEv2: the RoCE v2 GID of the address) */
+	bool gid_index_set = false; /* given: on InfiniBand too, address by GID */
 	/* "host:port" of a TCP exchange of QPN, GID, LID and Q_Key before the
 	 * test, as perftest does (the server listens there, the client
 	 * connects); empty: [server] of the config says where the server is. */
 	std::string oob;
+	/* What is spoken there: "rdgram" (rdgram-perf's own rendezvous,
+	 * perf_oob.h, with rdgram-perf's own tests), "perftest" (perftest
+	 * 6.06's exchange and data phase: the peer is ib_send_lat or
+	 * ib_send_bw -c UD) or "ud_pingpong" (ibv_ud_pingpong's). perf_peer.h. */
+	std::string oob_proto = "rdgram";
 };
 
 struct perf_config {

@@ -7,7 +7,8 @@
  * (apps/common/bootstrap.h): the server is rank 0 and listens on
  * host:port, the client is rank 1 and connects, retrying until the
  * timeout. The hello magic "RPRF" keeps an rdgram-coll rank 0 on the same
- * port from pairing with it.
+ * port from pairing with it. This is --oob-proto rdgram (the default);
+ * perftest's and ibv_ud_pingpong's exchanges are perf_peer_oob.h's.
  */
 #ifndef RDGRAM_PERF_OOB_H
 #define RDGRAM_PERF_OOB_H
@@ -27,6 +28,7 @@ struct oob_addr {
 	uint8_t gid[16];
 	uint32_t qpn, qkey;
 	uint16_t lid;
+	uint8_t mac[6]; /* soft driver: the port's MAC (no ARP needed); else 0 */
 };
 
 /* Swaps self for the peer's address. server: listen (rank 0), else
@@ -42,6 +44,7 @@ inline int oob_exchange(const std::string &hostport, bool server, const oob_addr
 	me.qpn = self.qpn;
 	me.qkey = self.qkey;
 	me.lid = self.lid;
+	memcpy(me.mac, self.mac, 6);
 	std::vector<coll::rank_addr> table;
 	if (int rc = rv.exchange(hostport, me.rank, 2, me, timeout_s, &table); rc != 0) {
 		*err = rv.error();
@@ -52,6 +55,7 @@ inline int oob_exchange(const std::string &hostport, bool server, const oob_addr
 	peer->qpn = p.qpn;
 	peer->qkey = p.qkey;
 	peer->lid = p.lid;
+	memcpy(peer->mac, p.mac, 6);
 	return 0;
 }
 

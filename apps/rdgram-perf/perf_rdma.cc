@@ -28,6 +28,7 @@
 #include <rte_mbuf.h>
 
 #include "perf_oob.h"
+#include "perf_peer.h"
 #include "perf_tests.h"
 #include "rdgram/ah_from_wc.h"
 #include "rdgram/config.h"
@@ -227,6 +228,59 @@ void print_drops(const char *drv, const Q &q, const D &xc)
 		fprintf(stderr, "rdgram-perf: driver %s drops:%s\n", drv, out.c_str());
 }
 
+/* The peer of perftest or ibv_ud_pingpong on an open device: run_peer
+ * with an AH made by the device from the peer's GID (and LID on IB). */
+template <class S> int run_side_peer(runtime &rt, S &s, const perf_config &c, uint64_t deadline)
+{
+	const port_attr &pa = s.dev.port();
+	const unsigned lcore = rte_get_main_lcore();
+	peer_self ps;
+	ps.qpn = s.q.qpn();
+	ps.lid = pa.lid;
+	ps.with_gid = pa.link == link_layer::ethernet || pa.grh_required || c.rdma.gid_index_set;
+	if (ps.with_gid && c.rdma.gid_index >= pa.gids.size()) {
+		fprintf(stderr, "rdgram-perf: [rdma] gid_index %u: the port has %zu GIDs\n", unsigned(c.rdma.gid_index),
+			pa.gids.size());
+		s.close();
+		return 2;
+	}
+	if (ps.with_gid)
+		ps.gid = pa.gids[c.rdma.gid_index];
+	ps.mtu = pa.active_mtu;
+	ps.device = std::string(S::name) + ", " + (c.rdma.device.empty() ? "first device" : c.rdma.device);
+	peer_port<decltype(s.q)> pp;
+	pp.q = &s.q;
+	pp.mp = s.mempool();
+	pp.inline_max = s.inline_max(c);
+	pp.qs = rt.qsbr();
+	pp.tid = lcore;
+	pp.make_ah = [&](const wire::gid &g, uint16_t dlid, const std::function<void()> &, ah_handle *out,
+			 std::string *err) {
+		ibv_ah_attr a{};
+		a.port_num = 1;
+		a.dlid = dlid;
+		a.is_global = ps.with_gid;
+		a.grh.sgid_index = c.rdma.gid_index;
+		a.grh.hop_limit = 64;
+		memcpy(a.grh.dgid.raw, g.raw, 16);
+		int e = 0;
+		rt.ctl().call([&] { *out = s.dev.create_ah(a, &e); });
+		if (e != 0)
+			*err = "creating the AH to " + (ps.with_gid ? format_gid(g) : "LID " + std::to_string(dlid)) +
+			       " failed: " + strerror(e);
+		return e;
+	};
+	poll_thread_online(rt.qsbr(), lcore);
+	ah_handle ah = ah_null;
+	const int status = run_peer(c, pp, ps, deadline, &ah);
+	poll_thread_offline(rt.qsbr(), lcore);
+	print_drops(S::name, s.q, s.driver_stats());
+	if (ah != ah_null)
+		rt.ctl().call([&] { s.dev.destroy_ah(ah); });
+	s.close();
+	return status;
+}
+
 template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t deadline)
 {
 	S s;
@@ -248,6 +302,11 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 		       S::name, s.q.qpn(), unsigned(c.rdma.gid_index), gid.c_str(), unsigned(pa.lid),
 		       pa.link == link_layer::ethernet ? "Ethernet (RoCE)" : "InfiniBand");
 	fflush(stdout);
+
+	/* --oob-proto perftest|ud_pingpong: the peer is a standard tool
+	 * (perf_peer.h). */
+	if (peer_proto(c))
+		return run_side_peer(rt, s, c, deadline);
 
 	/* --oob: swap addresses with the peer over TCP (perf_oob.h), so the
 	 * client needs no QPN from the config. */

@@ -54,10 +54,11 @@ printf '[perf]\ndriver = "efa"\n' >"$tmp/bad.toml"
 run "unknown driver" 2 "driver" -c "$tmp/bad.toml"
 # --oob: with a device it swaps QPN/GID/LID over TCP; here the device open
 # fails first (exit 1). A bad address is a config error (file:line:col),
-# and the soft driver has no use for it.
+# and the in-process loopback has no peer to swap with (the soft driver
+# takes --oob in server and client mode).
 run "verbs/oob" 1 "driver verbs: cannot open RDMA device" -c "$cfgdir/verbs.toml" --mode client \
   --oob 127.0.0.1:18599 --timeout 5
 printf '[perf]\ndriver = "verbs"\n[rdma]\noob = "nohostport"\n' >"$tmp/badoob.toml"
 run "bad oob" 2 "badoob.toml:4:7: key 'rdma.oob'" -c "$tmp/badoob.toml"
-run "oob on soft" 2 "for the verbs and mlx5 drivers" --oob 127.0.0.1:18599
+run "oob in loopback" 2 "needs --mode server or --mode client" --oob 127.0.0.1:18599
 exit $fail

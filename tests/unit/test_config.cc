@@ -46,10 +46,22 @@ std::string error_of(const std::string &text, std::string *path_out = nullptr)
 
 TEST(Config, ShippedExamplesLoad)
 {
-	for (const char *f : {"loopback.toml", "loopback-ipv6.toml", "memif-pair.toml"}) {
+	for (const char *f : {"loopback.toml", "loopback-ipv6.toml", "memif-pair.toml", "perftest-peer.toml"}) {
 		perf_config c;
 		EXPECT_NO_THROW(load_perf_config(std::string(RDGRAM_CONFIG_DIR "/") + f, c)) << f;
 	}
+}
+
+/* [rdma] oob_proto: one of the three exchanges, anything else refused. */
+TEST(Config, OobProto)
+{
+	perf_config c;
+	load_perf_config(std::string(RDGRAM_CONFIG_DIR "/") + "perftest-peer.toml", c);
+	EXPECT_EQ(c.rdma.oob_proto, "perftest");
+	EXPECT_EQ(c.mtu, 2048u);
+	std::string p;
+	EXPECT_NE(error_of("[rdma]\noob_proto = \"ib_send_lat\"\n", &p).find("oob_proto"), std::string::npos);
+	EXPECT_EQ(error_of("[rdma]\noob_proto = \"ud_pingpong\"\n", &p), "");
 }
 
 TEST(Config, ValuesApplied)

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-perf --oob-proto perftest|ud_pingpong on the soft driver: a DPDK
+ * port ([server|client] vdev or --port) speaking RoCEv2 as the peer of
+ * ib_send_lat/ib_send_bw/ibv_ud_pingpong on a host with a RoCE NIC (or
+ * rxe). Our address, MAC and QPN come from the config; the peer's QPN and
+ * GID from the exchange; its MAC by ARP or ND (the soft driver's
+ * neighbour table, resolved while the exchange waits), since the tools
+ * exchange no MAC.
+ */
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <rte_ethdev.h>
+#include <rte_lcore.h>
+
+#include "perf_peer.h"
+#include "perf_port.h"
+#include "rdgram/config.h"
+#include "soft_device.h"
+
+namespace rdgram::perf {
+
+namespace {
+
+/* The AH to dgid: resolves its MAC first (prepare_ah on the control
+ * thread, the queue polled meanwhile: ARP/ND replies come in on it). */
+int soft_ah(runtime &rt, soft::soft_device &dev, const wire::gid &dgid, const std::function<void()> &pump,
+	    uint64_t deadline, ah_handle *out, std::string *err)
+{
+	ibv_ah_attr a{};
+	a.is_global = 1;
+	a.port_num = 1;
+	a.grh.sgid_index = 0;
+	a.grh.hop_limit = 64;
+	memcpy(a.grh.dgid.raw, dgid.raw, 16);
+	int rc = 0;
+	for (;;) {
+		rt.ctl().call([&] { rc = dev.prepare_ah(a); });
+		if (rc != EINPROGRESS)
+			break;
+		const uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 100;
+		while (rte_rdtsc() < until)
+			pump();
+		if (past(deadline, rte_rdtsc())) {
+			rc = ETIMEDOUT;
+			break;
+		}
+	}
+	if (rc != 0) {
+		*err = "cannot resolve the peer's MAC for " + format_gid(dgid) + " by " +
+		       (dgid.is_v4_mapped() ? "ARP" : "ND") + ": " + strerror(rc);
+		return rc;
+	}
+	int e = 0;
+	rt.ctl().call([&] { *out = dev.create_ah(a, &e); });
+	if (e != 0) {
+		*err = "creating the AH to " + format_gid(dgid) + " failed: " + strerror(e);
+		return e;
+	}
+	return 0;
+}
+
+} // namespace
+
+int run_soft_peer(runtime &rt, const perf_config &c, uint64_t deadline)
+{
+	const endpoint_config &self = c.mode == "server" ? c.server : c.client;
+	if (self.vdev.empty()) {
+		fprintf(stderr, "rdgram-perf: mode %s needs %s.vdev in the config or --port (a DPDK port)\n",
+			c.mode.c_str(), c.mode.c_str());
+		return 2;
+	}
+	uint16_t port;
+	if (probe_port(self.vdev, &port) != 0)
+		return 1;
+	const lcore_cpu me{rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
+	soft::soft_device dev;
+	soft::soft_config sc;
+	sc.port_id = port;
+	sc.set_mac = true;
+	sc.mac = self.mac;
+	sc.addresses = {self.address};
+	sc.pkey = c.pkey;
+	sc.mtu = c.mtu;
+	sc.max_ah = c.max_ah;
+	sc.resolve = true; /* the tools exchange no MAC: ARP/ND */
+	sc.neigh_ttl_ms = c.neigh_ttl_ms;
+	sc.neigh_retry_ms = c.neigh_retry_ms;
+	sc.neigh_retries = c.neigh_retries;
+	sc.neigh_fail_hold_ms = c.neigh_fail_hold_ms;
+	sc.qsbr = rt.qsbr();
+	sc.av_nodes = replica_nodes(rt.topology(), {me});
+	if (int rc = dev.open(sc); rc != 0) {
+		fprintf(stderr, "rdgram-perf: %s port: %s\n", c.mode.c_str(), dev.error().c_str());
+		return 1;
+	}
+	/* The control thread answers ARP/ND for our address, resolves the
+	 * peer's and reclaims AH slots. */
+	const bool polled = rt.ctl().add_poller(&soft::soft_device::control_poller, &dev) == 0;
+	soft::soft_queue q;
+	dev.init_queue(0, q, sc.av_nodes[0]);
+	q.add_qp(self.qpn, self.qkey);
+	int status = 0;
+	ah_handle ah = ah_null;
+	if (!wait_link_up(port, deadline)) {
+		fprintf(stderr, "rdgram-perf: the link of %s never came up\n", self.vdev.c_str());
+		status = 1;
+	} else {
+		rt.bind_this_thread(me.cpu);
+		poll_thread_online(rt.qsbr(), me.lcore);
+		peer_self ps;
+		ps.qpn = self.qpn;
+		ps.gid = self.address;
+		ps.with_gid = true;
+		ps.mtu = dev.port().active_mtu;
+		ps.device = "soft, " + self.vdev;
+		peer_port<soft::soft_queue> pp;
+		pp.q = &q;
+		pp.mp = dev.mempool();
+		pp.inline_max = c.inline_size;
+		pp.qs = rt.qsbr();
+		pp.tid = me.lcore;
+		pp.make_ah = [&](const wire::gid &g, uint16_t, const std::function<void()> &pump, ah_handle *out,
+				 std::string *err) { return soft_ah(rt, dev, g, pump, deadline, out, err); };
+		status = run_peer(c, pp, ps, deadline, &ah);
+		poll_thread_offline(rt.qsbr(), me.lcore);
+	}
+	/* Every drop counter that is not zero, by name (frames of other
+	 * protocols on a shared link land in rx_not_udp and the like). */
+	std::string drops;
+	q.counters().for_each([&](const char *name, const char *, uint64_t v) {
+		if (v != 0 && strncmp(name, "rx_pkts", 7) != 0 && strncmp(name, "tx_pkts", 7) != 0 &&
+		    strncmp(name, "rx_bytes", 8) != 0 && strncmp(name, "tx_bytes", 8) != 0)
+		{
+			drops.append(1, ' ').append(name).append(1, '=').append(std::to_string(v));
+		}
+	});
+	fprintf(stderr, " %s counters: rx_pkts=%lu tx_pkts=%lu%s\n", c.mode.c_str(),
+		(unsigned long)q.counters().rx_pkts, (unsigned long)q.counters().tx_pkts, drops.c_str());
+	if (ah != ah_null)
+		rt.ctl().call([&] { dev.destroy_ah(ah); });
+	if (polled)
+		rt.ctl().remove_poller(&soft::soft_device::control_poller, &dev);
+	dev.close();
+	return status;
+}
+
+} // namespace rdgram::perf
