@@ -31,6 +31,8 @@ for arg in $(cat /proc/cmdline); do
 	lab.ip6=*) LAB_IP6=${arg#lab.ip6=} ;;
 	lab.mtu=*) LAB_MTU=${arg#lab.mtu=} ;;
 	lab.keep=*) LAB_KEEP_PATHS=${arg#lab.keep=} ;;
+	lab.guest_timeout=*) LAB_GUEST_TIMEOUT=${arg#lab.guest_timeout=} ;;
+	lab.insmod=*) LAB_INSMOD=${arg#lab.insmod=} ;; # one more, after the list (the lab's self-test)
 	esac
 done
 
@@ -40,6 +42,10 @@ while read -r mod args; do
 	insmod "$mod" $args || die "module $(basename "$mod") did not load"
 	n=$((n + 1))
 done </modules.list
+if [ -n "$LAB_INSMOD" ]; then
+	insmod "$LAB_INSMOD" || die "module $(basename "$LAB_INSMOD") did not load"
+	n=$((n + 1))
+fi
 say "$n modules loaded"
 
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroot /host ||
@@ -79,8 +85,10 @@ hip link set eth0 up || die "no eth0 (virtio_net)"
 chroot /host /usr/bin/rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 failed"
 say "rxe0 on eth0 $LAB_IP $LAB_IP6"
 
+# Bounded inside the guest too: a script that hangs ends with 124 and the
+# host says so, whatever the emulator's speed.
 chroot /host /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp LAB_RUN=/mnt \
-	/bin/bash /mnt/guest.sh
+	/usr/bin/timeout -k 5 "${LAB_GUEST_TIMEOUT:-180}" /bin/bash /mnt/guest.sh
 rc=$?
 echo "$rc" >/run-dir/guest.rc
 say "guest.sh exited $rc"

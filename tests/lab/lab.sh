@@ -50,6 +50,7 @@ LAB_HOST_IP6=fd77::fe
 LAB_SOFT_IP=10.77.0.1
 LAB_SOFT_IP6=fd77::1
 LAB_BOOT_TIMEOUT=${LAB_BOOT_TIMEOUT:-240} # seconds from start to power-off, at most
+LAB_GUEST_TIMEOUT=${LAB_GUEST_TIMEOUT:-180} # seconds for guest.sh, counted in the guest
 LAB_NET=${LAB_NET:-tap}
 
 lab_skip() {
@@ -169,6 +170,8 @@ lab_wait_vhost_socket() {
 lab_start() {
 	local cmdline="console=ttyS0 quiet panic=-1 lab.ip=$LAB_GUEST_IP/24 lab.ip6=$LAB_GUEST_IP6/64"
 	cmdline+=" lab.keep=$(IFS=,; echo "${LAB_KEEP_PATHS[*]}")"
+	cmdline+=" lab.guest_timeout=$LAB_GUEST_TIMEOUT"
+	[[ -n ${LAB_INSMOD:-} ]] && cmdline+=" lab.insmod=$LAB_INSMOD"
 	local nic
 	if [[ $LAB_NET == tap ]]; then
 		nic=(-netdev "tap,id=n0,ifname=$LAB_TAP,script=no,downscript=no"
@@ -182,7 +185,7 @@ lab_start() {
 	fi
 	ip netns exec "$LAB_NS" timeout -k 5 "$LAB_BOOT_TIMEOUT" qemu-system-x86_64 \
 		-accel tcg -cpu max -smp 2 -m 2048 -nographic -no-reboot -nodefaults -serial stdio \
-		-kernel "/boot/vmlinuz-$LAB_KVER" -initrd "$LAB_INITRD" -append "$cmdline" \
+		-kernel "/boot/vmlinuz-$LAB_KVER" -initrd "${LAB_INITRD_OVERRIDE:-$LAB_INITRD}" -append "$cmdline" \
 		-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap \
 		-device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
 		-fsdev local,id=labrun,path="$LAB_RUN",security_model=none \
@@ -208,8 +211,8 @@ lab_host() {
 lab_wait_ready() {
 	local limit=${1:-120}
 	for _ in $(seq 1 $((limit * 10))); do
-		grep -q '^lab: rxe0 on eth0' "$LAB_RUN/console.log" 2>/dev/null && return 0
-		grep -q '^lab: FAIL' "$LAB_RUN/console.log" 2>/dev/null && break
+		grep -q 'lab: rxe0 on eth0' "$LAB_RUN/console.log" 2>/dev/null && return 0
+		grep -q 'lab: FAIL' "$LAB_RUN/console.log" 2>/dev/null && break
 		kill -0 "$LAB_QEMU" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -219,10 +222,10 @@ lab_wait_ready() {
 
 lab_why() {
 	local f
-	f=$(grep -m1 '^lab: FAIL' "$LAB_RUN/console.log" 2>/dev/null)
+	f=$(tr -d '\r' <"$LAB_RUN/console.log" 2>/dev/null | grep -m1 -o 'lab: FAIL.*')
 	if [[ -n $f ]]; then
 		echo "${f#lab: FAIL: }"
-	elif ! grep -q '^lab: .* modules loaded' "$LAB_RUN/console.log" 2>/dev/null; then
+	elif ! grep -q 'lab: [0-9]* modules loaded' "$LAB_RUN/console.log" 2>/dev/null; then
 		echo "the guest did not boot: its kernel or initramfs never ran /init"
 	else
 		echo "no power-off within ${LAB_BOOT_TIMEOUT} s"
@@ -247,6 +250,11 @@ lab_wait() {
 	fi
 	local rc
 	rc=$(cat "$LAB_RUN/guest.rc")
+	if [[ $rc == 124 ]]; then
+		lab_console
+		echo "FAIL: guest.sh did not finish within $LAB_GUEST_TIMEOUT s (stopped in the guest)"
+		return 1
+	fi
 	if [[ $rc != 0 ]]; then
 		lab_console
 		echo "FAIL: guest.sh exited $rc"

@@ -12,12 +12,12 @@ exe=$(realpath "${1:?usage: verbs_hw.sh TEST_VERBS_HW}")
 lab_init verbs_hw
 lab_keep "$exe"
 lab_guest_script <<EOF
-RDGRAM_VERBS_DEVICE=rxe0 RDGRAM_MCAST_LOCAL=$LAB_GUEST_IP timeout 150 '$exe' >\$LAB_RUN/suite.out 2>&1
+RDGRAM_VERBS_DEVICE=rxe0 RDGRAM_MCAST_LOCAL=$LAB_GUEST_IP timeout 100 '$exe' >\$LAB_RUN/suite.out 2>&1
 rc=\$?
 # The multicast test again with an IPv6 group (ff15::7701 from fd77::2):
 # rdma_cm refuses it on RoCEv2, verbs_mcast joins it without.
 echo "=== multicast over IPv6" >>\$LAB_RUN/suite.out
-RDGRAM_VERBS_DEVICE=rxe0 RDGRAM_MCAST_LOCAL=$LAB_GUEST_IP6 timeout 60 '$exe' --gtest_filter='*Multicast*' >>\$LAB_RUN/suite.out 2>&1 || rc=1
+RDGRAM_VERBS_DEVICE=rxe0 RDGRAM_MCAST_LOCAL=$LAB_GUEST_IP6 timeout 40 '$exe' --gtest_filter='*Multicast*' >>\$LAB_RUN/suite.out 2>&1 || rc=1
 rdma statistic show link rxe0/1 >>\$LAB_RUN/suite.out
 exit \$rc
 EOF
