@@ -684,3 +684,45 @@ TEST(PeerOob, UdPingpongBothRolesAndTheToolsTranscript)
 		EXPECT_NE(e.find("it speaks perftest's exchange (--oob-proto perftest)"), std::string::npos) << e;
 	}
 }
+
+/* A HEAD perftest (6.29) skips its parameter negotiation for our "6.06"
+ * and ends without "done": the close still succeeds. (Checked against a
+ * 6.29 built from source on rxe in the lab, by hand.) */
+TEST(PeerOob, PerftestHeadPeerEndsWithoutDone)
+{
+	const std::string hp = peer_port(16);
+	std::string e, last;
+	bool done = true;
+	int rc = -1;
+	{
+		scripted peer(hp, true, [&](int fd) {
+			rd(fd, 16);
+			wr(fd, perftest_version_msg("6.29"));
+			for (const std::string &m : {cap_page, cap_line, cap_mtu}) {
+				rd(fd, m.size());
+				wr(fd, m);
+			}
+			for (int i = 0; i < 5; i++) {
+				rd(fd, 108);
+				wr(fd, cap_key_server);
+			}
+			last = rd(fd, 5); /* our "done", then it closes */
+		});
+		peer_link l;
+		rc = l.open(hp, false, in_s(5), &e);
+		perftest_session s(l, true);
+		perftest_hello h;
+		perftest_dest them;
+		const perftest_dest me = dest(0x12, 1, 2, gid_v4);
+		if (rc == 0)
+			rc = s.hello(3, &h, &e);
+		EXPECT_EQ(h.peer_version, "6.29");
+		for (int i = 0; i < 4 && rc == 0; i++)
+			rc = s.hand_shake(me, true, &them, "a hand-shake", &e);
+		if (rc == 0)
+			rc = s.close(me, true, &done, &e);
+	}
+	EXPECT_EQ(rc, 0) << e;
+	EXPECT_FALSE(done);
+	EXPECT_EQ(last, cap_done);
+}
