@@ -183,12 +183,15 @@ int run_peer(const perf_config &c, peer_port<Q> &p, const peer_self &self, uint6
 	uint32_t peer_qpn = 0, peer_lid = 0, peer_psn = 0;
 	peer to{ah_null, 0, qkey};
 	/* The AH, after the checks perftest makes (ctx_check_gid_compatibility)
-	 * and one more: no GID on RoCE cannot work. */
+	 * and one more: no GID on RoCE cannot work. A bandwidth server never
+	 * sends, and makes none (perftest's ctx_connect neither). */
 	auto connect = [&](std::string *e) {
 		*e = check_peer_gid(self.gid.raw, peer_gid.raw, self.with_gid, pp ? "ibv_ud_pingpong" : "perftest",
 				    format_gid(self.gid), format_gid(peer_gid));
 		if (!e->empty())
 			return EPROTO;
+		if (bw && server)
+			return 0;
 		return p.make_ah(peer_gid, uint16_t(peer_lid), pump, &to.ah, e);
 	};
 

@@ -90,6 +90,21 @@ def main():
         else:
             xchg(key(0x99, GID6 if scenario == "gid-family" else GID4), 108)
             time.sleep(1)
+    elif scenario == "bw-lost":
+        # A whole exchange whose data never arrives (rdgram-perf is on
+        # net_null): the peer moves on to its closing hand-shake, which
+        # must end rdgram-perf's wait and be answered.
+        xchg(VERSION, 16)
+        xchg(PAGE, 4)
+        xchg(LINE, 4)
+        xchg(b"3\0", 2)
+        for _ in range(4):
+            xchg(key(0x99, GID4), 108)
+        time.sleep(0.5)
+        got = xchg(key(0x99, GID4), 108)
+        c.sendall(b"done\0")
+        if len(got) != 108 or rd(c, 5) != b"done\0":
+            sys.exit(3)  # rdgram-perf did not close the exchange
     elif scenario == "speaks-ud-pingpong":  # an ibv_ud_pingpong client
         c.sendall(pp(0x99, GID4))
         rd(c, 52)

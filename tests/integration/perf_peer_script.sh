@@ -5,8 +5,9 @@
 # version, another tool's exchange, a GID family or MTU mismatch, a peer
 # that stops or closes mid-exchange. Each must end rdgram-perf with a
 # non-zero exit, within its timeout, and exactly one "rdgram-perf:" error
-# line that names the problem. (The soft driver on net_null: nothing of the
-# data phase is reached.)
+# line that names the problem. (The soft driver on net_null: no datagram
+# goes anywhere; bw-lost runs the whole exchange around a data phase that
+# gets nothing, which must end when the peer moves on, not at the timeout.)
 # usage: perf_peer_script.sh RDGRAM_PERF CONFIG
 set -u
 perf=$1
@@ -26,9 +27,16 @@ check() {
 	ppid_=$!
 	[ $prole = server ] && sleep 0.3
 	local t0=$SECONDS
-	"$perf" -c "$cfg" --mode "$role" --oob "127.0.0.1:$port" --oob-proto "$proto" --test lat -n 10 -s "$size" \
+	local test=lat
+	[ "$scenario" = bw-lost ] && test=bw
+	"$perf" -c "$cfg" --mode "$role" --oob "127.0.0.1:$port" --oob-proto "$proto" --test $test -n 10 -s "$size" \
 		--timeout 3 --status-interval 0 --port net_null0 >"$tmp/out" 2>"$tmp/err"
-	local rc=$? dt=$((SECONDS - t0))
+	local rc=$? dt=$((SECONDS - t0)) prc
+	if [ "$scenario" = bw-lost ]; then
+		wait $ppid_
+		prc=$?
+		[ $prc = 0 ] || { echo "FAIL: $scenario: the peer's exchange did not end well ($prc)"; fail=1; }
+	fi
 	kill $ppid_ 2>/dev/null
 	wait $ppid_ 2>/dev/null
 	ppid_=
@@ -53,6 +61,9 @@ check speaks-ud-pingpong server perftest 64 "it speaks ibv_ud_pingpong's exchang
 check speaks-perftest server ud_pingpong 64 "it speaks perftest's exchange"
 check pp-no-gid server ud_pingpong 64 "the peer sent no GID"
 check pp-no-gid client ud_pingpong 64 "the peer sent no GID"
+# The data never arrives: rdgram-perf stops when the sender's closing
+# hand-shake shows, says what was lost, and closes the exchange.
+check bw-lost server perftest 64 "10 of its 10 messages never arrived"
 # Bad settings: refused before anything starts.
 "$perf" -c "$cfg" --mode client --oob 127.0.0.1:1 --oob-proto perftest --port net_null0 >/dev/null 2>"$tmp/err"
 rc=$?
