@@ -192,7 +192,9 @@ int run_peer(const perf_config &c, peer_port<Q> &p, const peer_self &self, uint6
 			return EPROTO;
 		if (bw && server)
 			return 0;
-		return p.make_ah(peer_gid, uint16_t(peer_lid), pump, &to.ah, e);
+		const int rc = p.make_ah(peer_gid, uint16_t(peer_lid), pump, &to.ah, e);
+		*ah = to.ah; /* the caller's to destroy, whatever follows */
+		return rc;
 	};
 
 	std::vector<uint8_t> payload(std::max<uint32_t>(size, 1));
@@ -296,7 +298,6 @@ int run_peer(const perf_config &c, peer_port<Q> &p, const peer_self &self, uint6
 	to.qpn = peer_qpn;
 	x.src_qp = peer_qpn;
 	x.sgid = peer_gid;
-	*ah = to.ah;
 
 	/* The data phase. The TCP link tells when a perftest peer moved on
 	 * (its closing hand-shake); ud_pingpong's is closed by now. */

@@ -145,10 +145,15 @@ inline bool peer_send(Q &q, rte_mempool *mp, const peer &to, const uint8_t *data
 	return true;
 }
 
-/* Completions that came before the data phase, kept for it. */
+/* Completions that came before the data phase, kept for it; what is
+ * left is freed at the end, whatever path the session took. */
 struct peer_backlog {
 	std::vector<recv_wc> w;
 	size_t taken = 0;
+	peer_backlog() = default;
+	peer_backlog(const peer_backlog &) = delete;
+	peer_backlog &operator=(const peer_backlog &) = delete;
+	~peer_backlog() { release(); }
 	/* Frees what the data phase did not take; returns how many. */
 	size_t release()
 	{
