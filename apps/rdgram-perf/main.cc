@@ -72,7 +72,12 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 	sc.pkey = c.pkey;
 	sc.mtu = c.mtu;
 	sc.max_ah = c.max_ah;
-	sc.neighbours = {{e.other->address, e.other->mac}};
+	/* The peer's MAC as a static neighbour when it is known (the config,
+	 * or a soft peer's --oob record); a verbs peer does not know its MAC
+	 * (its --oob record says 00:00:00:00:00:00): resolved by ARP/ND. */
+	const bool peer_mac_known = !rte_is_zero_ether_addr(&e.other->mac);
+	if (peer_mac_known)
+		sc.neighbours = {{e.other->address, e.other->mac}};
 	sc.resolve = c.resolve;
 	sc.neigh_ttl_ms = c.neigh_ttl_ms;
 	sc.neigh_retry_ms = c.neigh_retry_ms;
@@ -99,6 +104,30 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 	a.grh.hop_limit = 64;
 	memcpy(a.grh.dgid.raw, e.other->address.raw, 16);
 	int err = 0;
+	if (!peer_mac_known) {
+		/* Resolve, this thread polling the queue meanwhile: ARP/ND
+		 * answers come in on it (bounded by the run's timeout). */
+		const uint64_t until = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
+		for (;;) {
+			rt.ctl().call([&] { err = e.dev.prepare_ah(a); });
+			if (err != EINPROGRESS || rte_rdtsc() > until)
+				break;
+			const uint64_t slice = rte_rdtsc() + rte_get_tsc_hz() / 100;
+			recv_wc wcs[32];
+			while (rte_rdtsc() < slice) {
+				const uint16_t k = e.q.rx_burst(wcs, 32);
+				for (uint16_t i = 0; i < k; i++)
+					rte_pktmbuf_free(wcs[i].mbuf);
+				e.q.tx_flush();
+			}
+		}
+		if (err != 0) {
+			fprintf(stderr, "rdgram-perf: %s: cannot resolve the peer's MAC for %s by %s: %s\n", e.role,
+				format_gid(e.other->address).c_str(), e.other->address.is_v4_mapped() ? "ARP" : "ND",
+				strerror(err == EINPROGRESS ? ETIMEDOUT : err));
+			return err;
+		}
+	}
 	ah_handle h = ah_null;
 	rt.ctl().call([&] { h = e.dev.create_ah(a, &err); });
 	if (err != 0) {

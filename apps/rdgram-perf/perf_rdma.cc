@@ -352,7 +352,18 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 	} else {
 		int e = 0;
 		const ibv_ah_attr a = server_ah_attr(cx, pa);
-		rt.ctl().call([&] { to.ah = s.dev.create_ah(a, &e); });
+		/* On RoCE ibv_create_ah resolves the server's MAC in the kernel
+		 * and gives up (ETIMEDOUT, EHOSTUNREACH) when no ARP/ND answer
+		 * came within its own wait, e.g. while the server, told our
+		 * address by --oob, is still opening its port. Try again until
+		 * the timeout, as the registry's retry does for ENOMEM. */
+		for (;;) {
+			rt.ctl().call([&] { to.ah = s.dev.create_ah(a, &e); });
+			if ((e != ETIMEDOUT && e != EHOSTUNREACH && e != ENETUNREACH) || past(deadline, rte_rdtsc()) ||
+			    perf_stop.load())
+				break;
+			rte_delay_us_sleep(100000);
+		}
 		to.qpn = cx.server.qpn;
 		to.qkey = cx.server.qkey;
 		if (e != 0) {
