@@ -4,6 +4,7 @@
 #include "bootstrap.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +65,22 @@ int io_all(int fd, void *buf, size_t n, bool wr, clk::time_point deadline)
 		n -= size_t(k);
 	}
 	return 0;
+}
+
+/* Bytes as text when printable ("6.06"), else as hex (0x52505246). */
+std::string printable(const void *p, size_t n)
+{
+	const auto *b = static_cast<const uint8_t *>(p);
+	bool text = true;
+	for (size_t i = 0; i < n; i++)
+		text &= b[i] >= 0x20 && b[i] < 0x7f;
+	std::string out = text ? "\"" : "0x";
+	for (size_t i = 0; i < n; i++) {
+		char x[4];
+		snprintf(x, sizeof(x), text ? "%c" : "%02x", b[i]);
+		out += x;
+	}
+	return text ? out + "\"" : out;
 }
 
 struct __attribute__((packed)) hello {
@@ -163,11 +180,25 @@ int rendezvous::exchange(const std::string &hostport, unsigned rank, unsigned si
 			if (fd < 0)
 				continue;
 			hello h;
-			if ((rc = io_all(fd, &h, sizeof(h), false, deadline)) != 0) {
+			/* The magic first: a peer of another exchange (perftest's
+			 * client sends a 16-byte version and waits) is refused at
+			 * once, not at the timeout. */
+			if ((rc = io_all(fd, &h.magic, sizeof(h.magic), false, deadline)) != 0) {
 				::close(fd);
 				return fail(rc, std::string("rendezvous: reading a rank's address: ") + strerror(rc));
 			}
-			if (h.magic != magic_ || h.size != size || h.addr.rank == 0 || h.addr.rank >= size ||
+			if (h.magic != magic_) {
+				::close(fd);
+				return fail(EPROTO, "rendezvous: the peer speaks another exchange: it began with " +
+							    printable(&h.magic, sizeof(h.magic)) +
+							    " (perftest and ibv_ud_pingpong: rdgram-perf --oob-proto)");
+			}
+			if ((rc = io_all(fd, reinterpret_cast<uint8_t *>(&h) + sizeof(h.magic), sizeof(h) - sizeof(h.magic),
+					 false, deadline)) != 0) {
+				::close(fd);
+				return fail(rc, std::string("rendezvous: reading a rank's address: ") + strerror(rc));
+			}
+			if (h.size != size || h.addr.rank == 0 || h.addr.rank >= size ||
 			    fds_[h.addr.rank] >= 0) {
 				::close(fd);
 				return fail(EPROTO, "rendezvous: a peer sent rank " + std::to_string(h.addr.rank) +

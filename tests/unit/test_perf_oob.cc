@@ -13,6 +13,10 @@
  * transcripts), and each mismatch's one error: version, MTU, another
  * exchange, more than one QP, no GID, a peer that stops or closes.
  */
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -94,6 +98,37 @@ TEST(PerfOob, CollRendezvousPeerRefused)
 	EXPECT_NE(rs, 0) << "the perf server paired with an rdgram-coll rank";
 	EXPECT_EQ(rs, EPROTO) << es;
 	EXPECT_NE(rc, 0);
+}
+
+/* A perftest client (16-byte version, then it waits) on an rdgram-perf
+ * server: refused at once with what it sent, not at the timeout. */
+TEST(PerfOob, PerftestClientRefusedAtOnce)
+{
+	const std::string hp = hostport(4);
+	oob_addr got{};
+	std::string es;
+	int rs = -1;
+	const auto t0 = std::chrono::steady_clock::now();
+	std::thread srv([&] { rs = oob_exchange(hp, true, addr(1, 2, 3, 4), 20, &got, &es); });
+	std::this_thread::sleep_for(std::chrono::milliseconds(200));
+	std::string host;
+	uint16_t port = 0;
+	ASSERT_TRUE(coll::split_hostport(hp, &host, &port));
+	const int fd = socket(AF_INET, SOCK_STREAM, 0);
+	sockaddr_in sa{};
+	sa.sin_family = AF_INET;
+	sa.sin_port = htons(port);
+	inet_pton(AF_INET, host.c_str(), &sa.sin_addr);
+	ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&sa), sizeof(sa)), 0);
+	char v[16] = "6.06";
+	ASSERT_EQ(write(fd, v, sizeof(v)), ssize_t(sizeof(v)));
+	srv.join();
+	close(fd);
+	const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+	EXPECT_EQ(rs, EPROTO) << es;
+	EXPECT_NE(es.find("\"6.06\""), std::string::npos) << es;
+	EXPECT_NE(es.find("--oob-proto"), std::string::npos) << es;
+	EXPECT_LT(s, 5.0) << "it waited for the rest of a hello that never comes";
 }
 
 TEST(PerfOob, NobodyListeningTimesOut)
