@@ -199,6 +199,32 @@ template <ud_driver Q> inline uint16_t peer_rx(Q &q, recv_wc *wcs, peer_backlog 
 	return q.rx_burst(wcs, Q::max_burst);
 }
 
+/* What a receive loop does when a poll brought nothing: reports a
+ * quiescent state, flushes the send side, stops at the deadline, and once
+ * quiet for a while asks probe (every 10 ms) whether the peer moved on.
+ * step() is false when the loop must stop (c.peer_left says which). */
+struct peer_idle {
+	const peer_probe &probe;
+	uint64_t quiet;          /* TSC ticks without a receive before probing */
+	uint64_t next_probe = 0;
+
+	template <ud_driver Q> bool step(Q &q, const loop_env &env, uint64_t now, uint64_t last, peer_counts &c)
+	{
+		rte_rcu_qsbr_quiescent(env.qs, env.tid);
+		q.tx_flush();
+		if (past(env.deadline, now))
+			return false;
+		if (probe && now - last > quiet && now > next_probe) {
+			next_probe = now + rte_get_tsc_hz() / 100;
+			if (probe()) {
+				c.peer_left = true;
+				return false;
+			}
+		}
+		return true;
+	}
+};
+
 struct peer_pingpong_params {
 	uint32_t size;
 	uint64_t iters;
@@ -218,8 +244,8 @@ inline bool peer_pingpong(Q &q, rte_mempool *mp, const peer &to, const peer_ping
 	recv_wc wcs[Q::max_burst];
 	std::vector<uint8_t> echo(std::max<uint32_t>(pp.size, 1));
 	tposted.assign(pp.iters, 0);
-	const uint64_t hz = rte_get_tsc_hz(), quiet = hz / 20, probe_every = hz / 100;
-	uint64_t scnt = 0, rcnt = 0, last = rte_rdtsc(), next_probe = 0;
+	peer_idle idle{probe, rte_get_tsc_hz() / 20};
+	uint64_t scnt = 0, rcnt = 0, last = rte_rdtsc();
 	auto send = [&](const uint8_t *data) {
 		tposted[scnt] = rte_rdtsc();
 		if (!peer_send(q, mp, to, data, pp.size, pp.inline_max, env))
@@ -253,17 +279,8 @@ inline bool peer_pingpong(Q &q, rte_mempool *mp, const peer &to, const peer_ping
 			last = now;
 			continue;
 		}
-		rte_rcu_qsbr_quiescent(env.qs, env.tid);
-		q.tx_flush();
-		if (past(env.deadline, now))
+		if (!idle.step(q, env, now, last, c))
 			return false;
-		if (probe && now - last > quiet && now > next_probe) {
-			next_probe = now + probe_every;
-			if (probe()) {
-				c.peer_left = true;
-				return false;
-			}
-		}
 	}
 	c.t_end = rte_rdtsc();
 	return scnt == pp.iters;
@@ -334,8 +351,8 @@ inline bool peer_bw_recv(Q &q, const peer_expect &x, uint64_t iters, const loop_
 			 peer_counts &c, peer_backlog &held)
 {
 	recv_wc wcs[Q::max_burst];
-	const uint64_t hz = rte_get_tsc_hz(), quiet = hz / 10, probe_every = hz / 100;
-	uint64_t last = rte_rdtsc(), next_probe = 0;
+	peer_idle idle{probe, rte_get_tsc_hz() / 10};
+	uint64_t last = rte_rdtsc();
 	while (c.received < iters) {
 		const uint16_t n = peer_rx(q, wcs, held);
 		const uint64_t now = rte_rdtsc();
@@ -349,17 +366,8 @@ inline bool peer_bw_recv(Q &q, const peer_expect &x, uint64_t iters, const loop_
 			c.t_end = last = now;
 			continue;
 		}
-		rte_rcu_qsbr_quiescent(env.qs, env.tid);
-		q.tx_flush();
-		if (past(env.deadline, now))
+		if (!idle.step(q, env, now, last, c))
 			return false;
-		if (probe && now - last > quiet && now > next_probe) {
-			next_probe = now + probe_every;
-			if (probe()) {
-				c.peer_left = true;
-				return false;
-			}
-		}
 	}
 	return true;
 }
