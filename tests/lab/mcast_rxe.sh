@@ -6,7 +6,8 @@
 # duplicated, malformed or dropped on either side. Groups on rxe are joined
 # through rdma_cm (IPv4) and without it (IPv6: rdma_cm refuses RoCEv2 IPv6
 # groups; drivers/verbs/verbs_mcast.h). The Q_Key is rdma_cm's
-# RDMA_UDP_QKEY (0x01234567), which the soft side is given.
+# RDMA_UDP_QKEY (0x01234567), which the soft side is given. rxe's counters
+# must show every message received and sent, and no send error.
 # usage: mcast_rxe.sh RDGRAM_MCAST
 set -u
 . "$(dirname "$0")/lab.sh"
@@ -90,6 +91,12 @@ for f in host_pub guest_pub; do
 	grep -q "^pub: last_seq=$n groups=2 tx_pkts=$((2 * n)) tx_drops=0" "$LAB_RUN/$f.out" ||
 		{ echo "FAIL: $f did not send all $((2 * n)) messages"; fail=1; }
 done
+# rxe's own count (rxe0 was made at boot: its counters start at 0): every
+# message of the host's publisher received, every one of the guest's sent.
+rstat() { grep -o " $1 [0-9]*" "$LAB_RUN/stat.out" 2>/dev/null | awk '{print $2}'; }
+[[ $(rstat rcvd_pkts) == $((2 * n)) && $(rstat sent_pkts) == $((2 * n)) ]] ||
+	{ echo "FAIL: rxe counted rcvd_pkts=$(rstat rcvd_pkts) sent_pkts=$(rstat sent_pkts), expected $((2 * n)) each"; fail=1; }
+[[ $(rstat send_err) == 0 ]] || { echo "FAIL: rxe counted send errors"; fail=1; }
 grep -q 'without rdma_cm' "$LAB_RUN/guest_sub.out" ||
 	{ echo "FAIL: the guest's IPv6 group was not joined the rdma_cm-less way"; fail=1; }
 [[ $fail == 0 ]] && echo "PASS: multicast soft <-> rxe, IPv4 and IPv6 groups, $((2 * n)) messages each way"
