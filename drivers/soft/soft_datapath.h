@@ -261,6 +261,11 @@ public:
 			n = max_burst;
 		if (n == 0)
 			return 0;
+		/* Every AV of the burst on its way before the first is read: the
+		 * misses of many destinations overlap (docs/PERFORMANCE.md, "Send
+		 * rate as destinations grow"). */
+		for (unsigned i = 0; i < n; i++)
+			ahs_.prefetch(wrs[i].ah);
 
 		/* Buffers for inline sends, in one bulk get of raw mbufs:
 		 * build_masked sets the fields a TX path reads (raw_tx_init). */

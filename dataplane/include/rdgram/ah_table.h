@@ -29,6 +29,7 @@
 
 #include <rte_branch_prediction.h>
 #include <rte_malloc.h>
+#include <rte_prefetch.h>
 #include <rte_rcu_qsbr.h>
 
 #include "rdgram/ud.h"
@@ -62,6 +63,15 @@ public:
 			const slot_t &s = slots_[h.slot];
 			uint32_t g = __atomic_load_n(&s.gen, __ATOMIC_ACQUIRE);
 			return likely(g == h.gen) ? &s.av : nullptr;
+		}
+		/* Starts loading h's slot (AV and generation share its one line)
+		 * so a burst's lookups overlap their cache and TLB misses instead
+		 * of taking them one after another: with many destinations in a
+		 * random order each lookup misses. (Any thread.) */
+		void prefetch(ah_handle h) const
+		{
+			if (likely(h.slot < cap_))
+				rte_prefetch0(&slots_[h.slot]);
 		}
 		int socket() const { return socket_; }
 
