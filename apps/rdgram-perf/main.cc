@@ -25,6 +25,7 @@
 
 #include "cli.h"
 #include "perf_config.h"
+#include "perf_dests.h"
 #include "perf_oob.h"
 #include "perf_peer.h"
 #include "perf_port.h"
@@ -48,6 +49,8 @@ struct endpoint {
 	soft::soft_device dev;
 	soft::soft_queue q;
 	peer to{};
+	/* txonly --dests: the prepared AHs, in the order they are sent. */
+	std::vector<ah_handle> dests;
 	lcore_cpu where{};
 	/* Set while the device is a control-thread poller (ARP/ND, reclaim). */
 	runtime *polled_by = nullptr;
@@ -76,8 +79,18 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 	 * or a soft peer's --oob record); a verbs peer does not know its MAC
 	 * (its --oob record says 00:00:00:00:00:00): resolved by ARP/ND. */
 	const bool peer_mac_known = !rte_is_zero_ether_addr(&e.other->mac);
-	if (peer_mac_known)
+	const bool with_dests = c.dests != 0 && c.test == "txonly" && e.self == &c.client;
+	if (with_dests && !peer_mac_known) {
+		fprintf(stderr, "rdgram-perf: --dests needs the peer's MAC (client.mac of the server's config)\n");
+		return EINVAL;
+	}
+	if (with_dests) {
+		/* One AH per destination plus the peer's own. */
+		sc.neighbours = dest_neighbours(*e.other, *e.self, c.dests);
+		sc.max_ah = std::max<uint32_t>(c.max_ah, c.dests + 1);
+	} else if (peer_mac_known) {
 		sc.neighbours = {{e.other->address, e.other->mac}};
+	}
 	sc.resolve = c.resolve;
 	sc.neigh_ttl_ms = c.neigh_ttl_ms;
 	sc.neigh_retry_ms = c.neigh_retry_ms;
@@ -136,6 +149,8 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 		return err;
 	}
 	e.to = peer{h, e.other->qpn, e.other->qkey};
+	if (with_dests)
+		return create_dests(rt, e.dev, sc.neighbours, c.dest_order == "random", &e.dests);
 	return 0;
 }
 
@@ -247,6 +262,10 @@ int client_main(void *arg)
 	}
 	if (do_bw && x->ok) {
 		client_params cp{c.size, c.bw_iters, 0, c.inline_size, c.tx_depth, c.use_imm, true, txonly};
+		if (!x->ep->dests.empty()) {
+			cp.dests = x->ep->dests.data();
+			cp.n_dests = uint32_t(x->ep->dests.size());
+		}
 		bw_result r;
 		if (client_bw(x->ep->q, x->ep->dev.mempool(), x->ep->to, cp, env, &r))
 			x->bw.push_back(r);
@@ -362,6 +381,17 @@ int main(int argc, char **argv)
 		"peer of ib_send_lat / ib_send_bw -c UD, perftest 6.06's exchange) or ud_pingpong (be the "
 		"peer of ibv_ud_pingpong) (overrides [rdma] oob_proto) [rdgram]")
 		.one_of({"rdgram", "perftest", "ud_pingpong"});
+	uint32_t dests = 0;
+	std::string dest_order;
+	app.add("--dests", dests,
+		"txonly: send to N prepared destinations (distinct GIDs from the server's address on, "
+		"each a static neighbour and an AH; max_ah is raised to N + 1) instead of the one peer "
+		"(overrides [perf] dests) [0: the peer only]")
+		.range(1u, 1u << 24);
+	app.add("--dest-order", dest_order,
+		"txonly --dests: rr (round robin) or random (a permutation made before the loop) "
+		"(overrides [perf] dest_order) [rr]")
+		.one_of({"rr", "random"});
 	app.flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
 	app.flag("--json", json, "print results as JSON lines instead of tables");
 	double status_interval = 1.0;
@@ -406,6 +436,14 @@ int main(int argc, char **argv)
 	if (app.count("--ctl-nap-us"))
 		c.ctl_max_nap_us = ctl_nap_us;
 	c.json |= json;
+	if (app.count("--dests"))
+		c.dests = dests;
+	if (!dest_order.empty())
+		c.dest_order = dest_order;
+	if (c.dests != 0 && (c.test != "txonly" || c.mode != "client" || c.driver != "soft")) {
+		fprintf(stderr, "rdgram-perf: --dests needs --test txonly --mode client with the soft driver\n");
+		return 2;
+	}
 	if (!oob.empty())
 		c.rdma.oob = oob;
 	if (!oob_proto.empty())
@@ -628,6 +666,22 @@ int main(int argc, char **argv)
 		} else if (!sx.ok) {
 			status = perf_stop.load() ? 130 : 1;
 		}
+		if (!cli.dests.empty()) {
+			/* Every message accounted for: sent, or counted as a drop
+			 * above; every mbuf back in the pool (inline sends). */
+			rte_mempool *mp = cli.dev.mempool();
+			const unsigned avail = rte_mempool_avail_count(mp), size = mp->size;
+			const uint64_t sent = cx.bw.empty() ? 0 : cx.bw[0].iterations;
+			fprintf(stderr,
+				" txonly: %zu destinations, %s order, %lu messages (%.1f per destination), "
+				"mbufs in the pool %u of %u\n",
+				cli.dests.size(), c.dest_order.c_str(), (unsigned long)sent,
+				double(sent) / double(cli.dests.size()), avail, size);
+			if (avail != size && status == 0) {
+				fprintf(stderr, "rdgram-perf: %u mbufs not back in the pool\n", size - avail);
+				status = 1;
+			}
+		}
 		if (c.mode == "loopback") {
 			print_counters("server", srv.q.counters());
 			print_counters("client", cli.q.counters());
@@ -659,6 +713,8 @@ int main(int argc, char **argv)
 		rt.ctl().call([&] {
 			srv.dev.destroy_ah(srv.to.ah);
 			cli.dev.destroy_ah(cli.to.ah);
+			for (ah_handle h : cli.dests)
+				cli.dev.destroy_ah(h);
 		});
 	}
 	rt.fini();

@@ -54,6 +54,8 @@ void load_perf_config(const std::string &path, perf_config &c)
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 86400);
 		c.ctl_max_nap_us = uint32_t(t->get_int("ctl_max_nap_us", c.ctl_max_nap_us, 20, 1000000));
 		c.use_imm = t->get_bool("immediate", c.use_imm);
+		c.dests = uint32_t(t->get_int("dests", c.dests, 0, 1 << 24));
+		c.dest_order = t->get_enum("dest_order", c.dest_order, {"rr", "random"});
 		t->finish();
 	}
 	if (auto t = r.get_table("eal")) {

@@ -65,6 +65,11 @@ struct perf_config {
 	uint32_t mtu = 4096;
 	uint16_t pkey = 0xffff;
 	uint32_t max_ah = 65536;
+	/* txonly: prepared destinations the client cycles through (distinct
+	 * GIDs, each a static neighbour with its own AH), and in which order:
+	 * "rr" (round robin) or "random" (a permutation made before the loop). */
+	uint32_t dests = 0; /* 0: the peer's AH only, not cycled */
+	std::string dest_order = "rr";
 	/* Neighbour resolution of the soft driver (soft_config). The peer's
 	 * MAC is always a static neighbour; these govern everything else. */
 	bool resolve = true;

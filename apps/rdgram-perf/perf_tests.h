@@ -245,6 +245,11 @@ struct client_params {
 	bool use_imm;
 	bool last;   /* tell the server to exit after this test */
 	bool txonly; /* bw with no server: no SYNC/FIN exchange */
+	/* bw: when set, message i goes to dests[i % n_dests] instead of the
+	 * peer's AH (same QPN and Q_Key), the order made before the loop
+	 * (round robin or a permutation): no RNG call per message. */
+	const ah_handle *dests = nullptr;
+	uint32_t n_dests = 0;
 };
 
 inline bool fill_payload(rte_mempool *mp, const client_params &cp, const uint8_t *buf, send_wr &w)
@@ -377,22 +382,41 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 	const bool same_wrs = inl && !cp.use_imm;
 	if (same_wrs)
 		std::fill(wrs, wrs + B, proto);
+	const ah_handle *dests = cp.n_dests != 0 ? cp.dests : nullptr;
+	uint32_t di = 0; /* next destination in dests */
 	loop_phase(q, env, progress::bw);
 	while (sent < cp.iterations) {
-		if (same_wrs)
+		if (same_wrs) {
 			have = unsigned(std::min<uint64_t>(depth, cp.iterations - sent));
+			if (dests != nullptr) /* only the AH differs between WRs */
+				for (unsigned j = 0; j < have; j++) {
+					wrs[j].ah = dests[di];
+					if (++di == cp.n_dests)
+						di = 0;
+				}
+		}
 		while (have < depth && sent + have < cp.iterations) {
 			send_wr &w = wrs[have];
 			w = proto;
 			if (cp.use_imm)
 				w.imm_data = uint32_t(sent + have);
+			if (dests != nullptr)
+				w.ah = dests[di];
 			if (!inl && !fill_payload(mp, cp, buf.data(), w))
 				break;
+			if (dests != nullptr && ++di == cp.n_dests)
+				di = 0;
 			have++;
 		}
 		uint16_t k = q.tx_burst(wrs, uint16_t(have));
 		if (k < have && !same_wrs)
 			memmove(wrs, wrs + k, (have - k) * sizeof(wrs[0]));
+		if (k < have && same_wrs && dests != nullptr) {
+			/* The refused WRs are rebuilt from wrs[0] next time: give
+			 * their destinations back so none is skipped. */
+			const uint32_t back = (have - k) % cp.n_dests;
+			di = di >= back ? di - back : di + cp.n_dests - back;
+		}
 		have -= k;
 		sent += k;
 		if (!cp.txonly) {
