@@ -110,42 +110,21 @@ int open_endpoint(runtime &rt, const perf_config &c, endpoint &e, uint16_t port_
 	e.dev.init_queue(0, e.q, sc.av_nodes[0]);
 	e.q.add_qp(e.self->qpn, e.self->qkey);
 
-	ibv_ah_attr a{};
-	a.is_global = 1;
-	a.port_num = 1;
-	a.grh.sgid_index = 0;
-	a.grh.hop_limit = 64;
-	memcpy(a.grh.dgid.raw, e.other->address.raw, 16);
-	int err = 0;
-	if (!peer_mac_known) {
-		/* Resolve, this thread polling the queue meanwhile: ARP/ND
-		 * answers come in on it (bounded by the run's timeout). */
-		const uint64_t until = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
-		for (;;) {
-			rt.ctl().call([&] { err = e.dev.prepare_ah(a); });
-			if (err != EINPROGRESS || rte_rdtsc() > until)
-				break;
-			const uint64_t slice = rte_rdtsc() + rte_get_tsc_hz() / 100;
-			recv_wc wcs[32];
-			while (rte_rdtsc() < slice) {
-				const uint16_t k = e.q.rx_burst(wcs, 32);
-				for (uint16_t i = 0; i < k; i++)
-					rte_pktmbuf_free(wcs[i].mbuf);
-				e.q.tx_flush();
-			}
-		}
-		if (err != 0) {
-			fprintf(stderr, "rdgram-perf: %s: cannot resolve the peer's MAC for %s by %s: %s\n", e.role,
-				format_gid(e.other->address).c_str(), e.other->address.is_v4_mapped() ? "ARP" : "ND",
-				strerror(err == EINPROGRESS ? ETIMEDOUT : err));
-			return err;
-		}
-	}
+	/* A static neighbour answers at once; an unknown MAC is resolved,
+	 * this thread polling the queue meanwhile (ARP/ND answers come in on
+	 * it), bounded by the run's timeout. */
+	const auto pump = [&e] {
+		recv_wc wcs[32];
+		const uint16_t k = e.q.rx_burst(wcs, 32);
+		for (uint16_t i = 0; i < k; i++)
+			rte_pktmbuf_free(wcs[i].mbuf);
+		e.q.tx_flush();
+	};
+	const uint64_t until = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
 	ah_handle h = ah_null;
-	rt.ctl().call([&] { h = e.dev.create_ah(a, &err); });
-	if (err != 0) {
-		fprintf(stderr, "rdgram-perf: %s: creating the AH to %s failed: %s\n", e.role,
-			format_gid(e.other->address).c_str(), strerror(err));
+	std::string why;
+	if (int err = soft_ah(rt, e.dev, e.other->address, pump, until, &h, &why); err != 0) {
+		fprintf(stderr, "rdgram-perf: %s: %s\n", e.role, why.c_str());
 		return err;
 	}
 	e.to = peer{h, e.other->qpn, e.other->qkey};
