@@ -129,7 +129,7 @@ public:
 	 * prefetch its record (the connection id check); (3) finish the
 	 * second-level probes (their home lines are in flight or cached), then
 	 * check connection ids. Without (2) a second-level probe was a
-	 * dependent miss per key (docs/PERFORMANCE.md, issue 5). connid may be
+	 * dependent miss per key (bench_ahn, docs/PERFORMANCE.md). connid may be
 	 * nullptr (no checks). */
 	void lookup_bulk(const uint16_t *ahn, const uint32_t *qpn, const uint32_t *connid, unsigned n,
 			 result *out) const
