@@ -31,6 +31,7 @@ PKGS=(
 	sockperf                       # benchmarks/compare.py reference
 	gnuplot-nox                    # rdgram-perf --hist-plot
 	clang libclang-rt-dev llvm     # fuzz/: clang, libFuzzer+ASan runtimes, llvm-symbolizer
+	libpmix-dev openmpi-bin        # rdgram-coll's PMIx bootstrap; mpirun (its PMIx server) in the tests
 )
 if [[ $set_name == lab ]]; then
 	PKGS=(

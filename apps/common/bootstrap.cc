@@ -3,6 +3,7 @@
  */
 #include "bootstrap.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <chrono>
@@ -244,14 +245,21 @@ int rendezvous::exchange(const std::string &hostport, unsigned rank, unsigned si
 int rendezvous::finish(double timeout_s, double mine, std::vector<double> *all,
 		       const std::function<void()> &at_all)
 {
+	return finish(timeout_s, std::vector<double>{mine}, all, at_all);
+}
+
+int rendezvous::finish(double timeout_s, const std::vector<double> &mine, std::vector<double> *all,
+		       const std::function<void()> &at_all)
+{
 	const auto deadline = clk::now() + std::chrono::milliseconds(int64_t(timeout_s * 1000));
+	const size_t k = mine.size(), bytes = k * sizeof(double);
 	uint8_t b = 1;
 	int rc;
 	if (rank_ == 0) {
-		all->assign(fds_.size(), 0);
-		(*all)[0] = mine;
+		all->assign(fds_.size() * k, 0);
+		std::copy(mine.begin(), mine.end(), all->begin());
 		for (size_t r = 1; r < fds_.size(); r++)
-			if ((rc = io_all(fds_[r], &(*all)[r], sizeof(double), false, deadline)) != 0)
+			if ((rc = io_all(fds_[r], all->data() + r * k, bytes, false, deadline)) != 0)
 				return fail(rc, "finish: rank " + std::to_string(r) + ": " + strerror(rc));
 		if (at_all)
 			at_all();
@@ -260,7 +268,8 @@ int rendezvous::finish(double timeout_s, double mine, std::vector<double> *all,
 				return fail(rc, "finish: rank " + std::to_string(r) + ": " + strerror(rc));
 		return 0;
 	}
-	if ((rc = io_all(fds_[0], &mine, sizeof(mine), true, deadline)) != 0 ||
+	std::vector<double> m = mine;
+	if ((rc = io_all(fds_[0], m.data(), bytes, true, deadline)) != 0 ||
 	    (rc = io_all(fds_[0], &b, 1, false, deadline)) != 0)
 		return fail(rc, std::string("finish: rank 0: ") + strerror(rc));
 	return 0;

@@ -62,6 +62,10 @@ public:
 	 * at_all (if any) once every rank arrived, before it lets them go. */
 	int finish(double timeout_s, double mine, std::vector<double> *all,
 		   const std::function<void()> &at_all = {});
+	/* The same with several figures per rank (every rank the same
+	 * number): *all is rank-major, mine.size() per rank. */
+	int finish(double timeout_s, const std::vector<double> &mine, std::vector<double> *all,
+		   const std::function<void()> &at_all = {});
 	const std::string &error() const { return err_; }
 
 private:

@@ -19,11 +19,14 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.mode = t->get_enum("mode", c.mode, {"threads", "procs"});
 		c.ranks = uint32_t(t->get_int("ranks", c.ranks, 1, max_procs_ranks));
 		c.rank = int32_t(t->get_int("rank", c.rank, -1, max_procs_ranks - 1));
+		c.bootstrap = t->get_enum("bootstrap", c.bootstrap, {"auto", "pmix", "tcp"});
+		c.job = t->get_string("job", c.job);
 		c.rendezvous = t->get_string("rendezvous", c.rendezvous);
 		c.memif_socket = t->get_string("memif_socket", c.memif_socket);
 		c.json = t->get_string("json", c.json);
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
 		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
+		c.mtu = uint32_t(t->get_int("mtu", c.mtu, 256, 4096));
 		t->finish();
 	}
 	if (auto t = r.get_table("collectives")) {

@@ -20,6 +20,8 @@ struct coll_config {
 	std::string mode = "threads";   /* threads | procs */
 	uint32_t ranks = 8;             /* job size (procs: unless a launcher says) */
 	int32_t rank = -1;              /* procs: this process's rank (-1: launcher) */
+	std::string bootstrap = "auto"; /* procs: auto | pmix | tcp (job_bootstrap.h) */
+	std::string job;                /* procs: the job's name in every endpoint record ("": PMIx namespace) */
 	std::string rendezvous = "127.0.0.1:18515"; /* procs: rank 0's TCP address */
 	std::string memif_socket = "/tmp/rdgram-coll.sock"; /* procs: the star's socket */
 	uint32_t iters = 100;           /* iterations of each collective */
@@ -29,6 +31,7 @@ struct coll_config {
 	uint64_t seed = 1;              /* drop pattern */
 	double timeout_s = 30;          /* every phase's deadline */
 	uint32_t qkey = 0x11110000;     /* Q_Key of every rank's QP */
+	uint32_t mtu = 2048;            /* path MTU of every rank's device (IB sizes 256..4096) */
 	std::string json;               /* write the results as JSON here ("-": stdout); empty: no */
 };
 

@@ -43,10 +43,10 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
-#include "bootstrap.h"
 #include "cli.h"
 #include "coll_config.h"
 #include "coll_engine.h"
+#include "job_bootstrap.h"
 #include "rdgram/ah_service.h"
 #include "rdgram/burst_guard.h"
 #include "rdgram/config.h"
@@ -158,6 +158,7 @@ struct local_rank {
 	bool svc_up = false;
 	std::vector<ah_handle> ahs;
 	double storm_ms = 0;
+	uint64_t storm_end = 0; /* TSC when this rank held AHs to all peers */
 	unsigned storm_ok = 0;
 	int storm_err = 0;
 	rank_t eng;
@@ -275,7 +276,7 @@ int open_rank(job &j, local_rank &lr, uint16_t port, const std::vector<rank_addr
 	sc.av_nodes = {node};
 	sc.nb_mbufs = 2047;
 	sc.rx_desc = sc.tx_desc = 512;
-	sc.mtu = 2048;
+	sc.mtu = c.mtu;
 	for (const rank_addr &a : table)
 		if (a.rank != lr.rank) {
 			soft::neighbour nb{};
@@ -324,13 +325,56 @@ void storm(local_rank &lr, const std::vector<rank_addr> &table)
 	lr.storm_ok = attrs.empty() ? 0
 				    : lr.svc.create_ah_batch(attrs.data(), unsigned(attrs.size()), hs.data(),
 							     errs.data());
-	lr.storm_ms = double(rte_get_tsc_cycles() - t0) * 1e3 / double(rte_get_tsc_hz());
+	lr.storm_end = rte_get_tsc_cycles();
+	lr.storm_ms = double(lr.storm_end - t0) * 1e3 / double(rte_get_tsc_hz());
 	lr.ahs.assign(table.size(), ah_null);
 	for (size_t i = 0; i < who.size(); i++) {
 		lr.ahs[who[i]] = hs[i];
 		if (errs[i] != 0)
 			lr.storm_err = errs[i];
 	}
+}
+
+/* Procs mode: the job's bootstrap (--bootstrap), decided once, before the
+ * EAL starts. nullptr with *err (one line) on a refusal. */
+std::unique_ptr<job_bootstrap> open_bootstrap(const coll_config &c, const cli::parser &app, std::string *err)
+{
+	const std::string how = c.bootstrap == "auto" ? auto_bootstrap() : c.bootstrap;
+	if (how == "pmix") {
+		auto b = pmix_bootstrap(err);
+		if (!b)
+			return nullptr;
+		if ((app.count("--ranks") != 0 && int(c.ranks) != b->size()) ||
+		    (app.count("--rank") != 0 && c.rank >= 0 && c.rank != b->rank())) {
+			*err = "--rank/--ranks disagree with PMIx (rank " + std::to_string(b->rank()) + " of " +
+			       std::to_string(b->size()) + "): leave them out under a PMIx launcher";
+			return nullptr;
+		}
+		return b;
+	}
+	launch_env le;
+	if (!detect_launcher(&le, err))
+		return nullptr;
+	const int size = le.size > 0 ? le.size : int(c.ranks);
+	const int rank = c.rank >= 0 ? c.rank : le.rank;
+	if (rank < 0) {
+		*err = "procs mode needs --rank (no mpirun or PMIx rank in the environment)";
+		return nullptr;
+	}
+	std::string h;
+	uint16_t p;
+	if (!split_hostport(c.rendezvous, &h, &p)) {
+		*err = "--rendezvous: expected host:port, got '" + c.rendezvous + "'";
+		return nullptr;
+	}
+	return tcp_bootstrap(c.rendezvous, unsigned(rank), unsigned(size),
+			     le.launcher.empty() ? "command line" : le.launcher);
+}
+
+/* From t_start (TSC) to the end of lr's AH storm, ms. */
+double ahs_ms(const local_rank &lr, uint64_t t_start)
+{
+	return lr.storm_end > t_start ? double(lr.storm_end - t_start) * 1e3 / double(rte_get_tsc_hz()) : 0;
 }
 
 double pct(std::vector<double> &v, double p)
@@ -366,8 +410,16 @@ int main(int argc, char **argv)
 		.range(1u, max_procs_ranks);
 	app.add("--rank", c.rank, "procs: this process's rank (-1: from OMPI_COMM_WORLD_RANK or PMIX_RANK) [-1]")
 		.range(-1, int(max_procs_ranks) - 1);
+	app.add("--bootstrap", c.bootstrap,
+		"procs: how ranks find each other: pmix (the launcher's PMIx server: rank, size and endpoint "
+		"records through PMIx), tcp (--rendezvous at rank 0), auto (pmix when a PMIx server is in the "
+		"environment) [auto]")
+		.one_of({"auto", "pmix", "tcp"});
+	app.add("--job", c.job,
+		"procs: the job's name in every endpoint record; a record of another name is refused "
+		"[the PMIx namespace]");
 	app.add("--rendezvous", c.rendezvous,
-		"procs: host:port where rank 0 listens for the address exchange [127.0.0.1:18515]");
+		"procs, tcp: host:port where rank 0 listens for the address exchange [127.0.0.1:18515]");
 	app.add("--memif-socket", c.memif_socket,
 		"procs: the memif control socket of the star (rank 0 is the server) [/tmp/rdgram-coll.sock]");
 	app.add("--iters", c.iters, "iterations of each collective [100]").range(1u, 1000000u);
@@ -384,6 +436,8 @@ int main(int argc, char **argv)
 	app.add("--timeout", c.timeout_s, "deadline of each phase (exchange, storm, collectives), s [30]")
 		.range(0.1, 3600.0);
 	app.add("--qkey", c.qkey, "Q_Key of every rank's QP (below 0x80000000) [0x11110000]").range(0u, 0x7fffffffu);
+	app.add("--mtu", c.mtu, "path MTU of every rank's device: 256, 512, 1024, 2048 or 4096 [2048]")
+		.range(256u, 4096u);
 
 	/* A config file is applied first, so options (which CLI11 writes into c
 	 * while parsing) must win: parse twice, the second time over the
@@ -403,34 +457,36 @@ int main(int argc, char **argv)
 
 	const bool procs = c.mode == "procs";
 	uint32_t nranks = c.ranks, my_rank = 0;
-	std::string launcher = "command line";
+	if ((c.mtu & (c.mtu - 1)) != 0) {
+		fprintf(stderr, "rdgram-coll: --mtu %u: expected 256, 512, 1024, 2048 or 4096\n", c.mtu);
+		return 2;
+	}
+	std::unique_ptr<job_bootstrap> boot;
+	std::vector<std::string> eal = sa.eal_given ? sa.eal : c.eal_args;
 	if (procs) {
-		launch_env le;
 		std::string err;
-		if (!detect_launcher(&le, &err)) {
+		if (!(boot = open_bootstrap(c, app, &err))) {
 			fprintf(stderr, "rdgram-coll: %s\n", err.c_str());
 			return 2;
 		}
-		if (!le.launcher.empty())
-			launcher = le.launcher;
-		if (le.size > 0)
-			nranks = uint32_t(le.size);
-		const int r = c.rank >= 0 ? c.rank : le.rank;
-		if (r < 0) {
-			fprintf(stderr, "rdgram-coll: procs mode needs --rank (no mpirun or PMIx rank in the environment)\n");
-			return 2;
-		}
-		my_rank = uint32_t(r);
+		nranks = uint32_t(boot->size());
+		my_rank = uint32_t(boot->rank());
 		if (nranks < 2 || nranks > max_procs_ranks || my_rank >= nranks) {
-			fprintf(stderr, "rdgram-coll: rank %u of %u: need 2..%u ranks and rank < ranks\n", my_rank, nranks,
-				max_procs_ranks);
+			fprintf(stderr, "rdgram-coll: rank %u of %u (%s): need 2..%u ranks and rank < ranks\n", my_rank,
+				nranks, boot->name().c_str(), max_procs_ranks);
 			return 2;
 		}
-		std::string h;
-		uint16_t p;
-		if (!split_hostport(c.rendezvous, &h, &p)) {
-			fprintf(stderr, "rdgram-coll: --rendezvous: expected host:port, got '%s'\n", c.rendezvous.c_str());
-			return 2;
+		/* Every rank of a launcher gets the same EAL arguments: a
+		 * private --file-prefix per rank unless one was given. */
+		const bool has_prefix = std::any_of(eal.begin(), eal.end(), [](const std::string &a) {
+			return a.rfind("--file-prefix", 0) == 0;
+		});
+		if (!eal.empty() && !has_prefix && !boot->job_name().empty()) {
+			std::string ns = boot->job_name();
+			for (char &ch : ns)
+				if (!isalnum((unsigned char)ch) && ch != '-' && ch != '_' && ch != '.')
+					ch = '_';
+			eal.push_back("--file-prefix=rdgram-coll-" + ns + "-" + std::to_string(my_rank));
 		}
 	} else if (nranks > max_threads_ranks) {
 		fprintf(stderr, "rdgram-coll: threads mode takes at most %u ranks (one net_ring port each; DPDK was "
@@ -439,7 +495,7 @@ int main(int argc, char **argv)
 	}
 
 	runtime rt;
-	if (rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0]) != 0) {
+	if (rt.init(eal, argv[0]) != 0) {
 		fprintf(stderr, "rdgram-coll: %s\n", rt.error().c_str());
 		return 1;
 	}
@@ -516,20 +572,25 @@ int main(int argc, char **argv)
 			memcpy(a.mac, mac_of(r).addr_bytes, 6);
 			return a;
 		};
-		rendezvous rv;
-		std::vector<double> storm_all; /* procs, rank 0: every rank's storm */
+		std::vector<double> storm_all, ahs_all; /* procs, rank 0: every rank's figures */
 		const uint64_t tx0 = rte_get_tsc_cycles();
 		if (procs && status == 0) {
-			const int rc = rv.exchange(c.rendezvous, my_rank, nranks, addr(my_rank), c.timeout_s, &table);
-			if (rc != 0) {
-				fprintf(stderr, "rdgram-coll: rank %u: %s\n", my_rank, rv.error().c_str());
+			endpoint_record self{endpoint_magic, endpoint_format, uint16_t(c.mtu),
+					     job_key(c.job.empty() ? boot->job_name() : c.job), addr(my_rank)};
+			std::vector<endpoint_record> recs;
+			if (boot->exchange(self, c.timeout_s, &recs) != 0) {
+				fprintf(stderr, "rdgram-coll: rank %u: %s\n", my_rank, boot->error().c_str());
 				status = 1;
 			}
+			for (size_t r = 0; r < recs.size(); r++)
+				table[r] = recs[r].addr;
 		} else {
 			for (uint32_t r = 0; r < nranks; r++)
 				table[r] = addr(r);
 		}
-		const double exchange_ms = double(rte_get_tsc_cycles() - tx0) * 1e3 / hz;
+		/* The job's start: the exchange's end (PMIx: the fence's return). */
+		const uint64_t t_start = rte_get_tsc_cycles();
+		const double exchange_ms = double(t_start - tx0) * 1e3 / hz;
 
 		if (status == 0) {
 			if (!procs) {
@@ -571,8 +632,9 @@ int main(int argc, char **argv)
 			for (auto &t : th)
 				t.join();
 			std::vector<double> st;
-			printf("rdgram-coll: %u ranks, mode %s (%s), exchange %.3f ms\n", nranks, c.mode.c_str(),
-			       procs ? launcher.c_str() : "in-memory", exchange_ms);
+			printf("rdgram-coll: %u ranks, mode %s (%s), exchange %.3f ms%s%s\n", nranks, c.mode.c_str(),
+			       procs ? boot->launcher().c_str() : "in-memory", exchange_ms, procs ? ", bootstrap " : "",
+			       procs ? boot->name().c_str() : "");
 			printf("AH storm (create_ah_batch of %u AHs per rank):\n", nranks - 1);
 			for (auto &lr : j.ranks) {
 				printf("  rank %3u  %8.3f ms  %u/%u created%s%s\n", lr->rank, lr->storm_ms, lr->storm_ok,
@@ -585,6 +647,10 @@ int main(int argc, char **argv)
 			const double mn = *std::min_element(st.begin(), st.end());
 			const double mx = *std::max_element(st.begin(), st.end());
 			printf("  storm ms: min %.3f  median %.3f  max %.3f\n", mn, pct(st, 0.5), mx);
+			if (procs)
+				printf("  start barrier (%s) to AHs to all peers: %.3f ms\n",
+				       boot->name() == "PMIx" ? "PMIx fence" : "rendezvous", ahs_ms(*j.ranks[0], t_start));
+			fflush(stdout);
 		}
 
 		/* 4. Collectives on the poll lcore. */
@@ -621,10 +687,24 @@ int main(int argc, char **argv)
 					j.stop.store(true, std::memory_order_release);
 					wait_on_lcore(j.worker.lcore);
 				};
+				std::vector<double> figs;
 				if (procs && !j.timed_out.load() &&
-				    rv.finish(c.timeout_s, j.ranks[0]->storm_ms, &storm_all, stop_worker) != 0) {
-					fprintf(stderr, "rdgram-coll: rank %u: %s\n", my_rank, rv.error().c_str());
+				    boot->finish(c.timeout_s, {j.ranks[0]->storm_ms, ahs_ms(*j.ranks[0], t_start)}, &figs,
+						 stop_worker) != 0) {
+					fprintf(stderr, "rdgram-coll: rank %u: %s\n", my_rank, boot->error().c_str());
 					status = 1;
+				}
+				for (size_t i = 0; i + 1 < figs.size(); i += 2) {
+					storm_all.push_back(figs[i]);
+					ahs_all.push_back(figs[i + 1]);
+				}
+				/* A rank gave up: the bootstrap may tell who never
+				 * got this far. */
+				if (procs && j.timed_out.load()) {
+					const std::string gone = boot->absent_ranks(std::min(2.0, c.timeout_s));
+					if (!gone.empty())
+						fprintf(stderr, "rdgram-coll: rank %u: collectives timed out after %.1f s: %s\n",
+							my_rank, c.timeout_s, gone.c_str());
 				}
 				if (!j.stop.load())
 					stop_worker();
@@ -660,14 +740,24 @@ int main(int argc, char **argv)
 			std::string js;
 			char b[512];
 			snprintf(b, sizeof(b),
-				 "{\"ranks\":%u,\"local_ranks\":%zu,\"mode\":\"%s\",\"launcher\":\"%s\",\"exchange_ms\":%.3f,"
+				 "{\"ranks\":%u,\"local_ranks\":%zu,\"mode\":\"%s\",\"launcher\":\"%s\",\"bootstrap\":\"%s\","
+				 "\"exchange_ms\":%.3f,"
 				 "\"iters\":%u,\"size\":%u,\"rto_us\":%u,\"drop_rate\":%.4f,\"seed\":%lu,\"storm\":[",
-				 nranks, j.ranks.size(), c.mode.c_str(), procs ? launcher.c_str() : "in-memory", exchange_ms,
+				 nranks, j.ranks.size(), c.mode.c_str(), procs ? boot->launcher().c_str() : "in-memory",
+				 procs ? boot->name().c_str() : "in-memory", exchange_ms,
 				 c.iters, c.size, c.rto_us, c.drop_rate, (unsigned long)c.seed);
 			js += b;
 			for (size_t i = 0; i < j.ranks.size(); i++) {
-				snprintf(b, sizeof(b), "%s{\"rank\":%u,\"ms\":%.3f,\"created\":%u}", i ? "," : "",
-					 j.ranks[i]->rank, j.ranks[i]->storm_ms, j.ranks[i]->storm_ok);
+				snprintf(b, sizeof(b), "%s{\"rank\":%u,\"ms\":%.3f,\"created\":%u,\"start_to_ahs_ms\":%.3f}",
+					 i ? "," : "", j.ranks[i]->rank, j.ranks[i]->storm_ms, j.ranks[i]->storm_ok,
+					 ahs_ms(*j.ranks[i], t_start));
+				js += b;
+			}
+			/* Procs, rank 0: every rank's figures from the end barrier. */
+			js += "],\"job_storm\":[";
+			for (size_t r = 0; r < storm_all.size() && r < ahs_all.size(); r++) {
+				snprintf(b, sizeof(b), "%s{\"rank\":%zu,\"ms\":%.3f,\"start_to_ahs_ms\":%.3f}", r ? "," : "", r,
+					 storm_all[r], ahs_all[r]);
 				js += b;
 			}
 			js += "],\"collectives\":{";
@@ -717,6 +807,17 @@ int main(int argc, char **argv)
 				const double mn = *std::min_element(storm_all.begin(), storm_all.end());
 				const double mx = *std::max_element(storm_all.begin(), storm_all.end());
 				printf("\n  storm ms: min %.3f  median %.3f  max %.3f\n", mn, pct(storm_all, 0.5), mx);
+				/* The job's AH storm end to end: from the start
+				 * barrier's return (PMIx: the fence) to this rank
+				 * holding AHs to all peers; the job's figure is the
+				 * last rank's. */
+				printf("start barrier (%s) to AHs to all peers, all ranks, ms:",
+				       boot->name() == "PMIx" ? "PMIx fence" : "rendezvous");
+				for (uint32_t r = 0; r < nranks; r++)
+					printf("%s %.3f", r % 8 ? "" : "\n ", ahs_all[r]);
+				printf("\n  start to AHs ms: min %.3f  median %.3f  max %.3f\n",
+				       *std::min_element(ahs_all.begin(), ahs_all.end()), pct(ahs_all, 0.5),
+				       *std::max_element(ahs_all.begin(), ahs_all.end()));
 			}
 			if (j.has_switch)
 				printf("  switch: forwarded %lu  unknown destination %lu  output full %lu\n",
