@@ -221,15 +221,15 @@ private:
 		const pmix_status_t st = PMIx_Fence(nullptr, 0, in.v, in.n);
 		if (st == PMIX_SUCCESS)
 			return 0;
+		/* PMIX_ERR_TIMEOUT: some rank did not arrive in time;
+		 * PMIX_ERR_PARTIAL_SUCCESS: the server saw some end first. */
 		std::string m = std::string("PMIx: the job's ") + what + " fence: " + pmix_err("PMIx_Fence", st);
-		if (st == PMIX_ERR_TIMEOUT) {
+		if (st == PMIX_ERR_TIMEOUT)
 			m = std::string("PMIx: the job's ") + what + " fence timed out after " + std::to_string(t) + " s";
-			const std::string gone = key != nullptr ? absent(key, 2.0) : "";
-			if (!gone.empty())
-				m += ": " + gone;
-			return fail(ETIMEDOUT, m);
-		}
-		return fail(EIO, m);
+		const std::string gone = key != nullptr ? absent(key, 2.0) : "";
+		if (!gone.empty())
+			m += ": " + gone;
+		return fail(st == PMIX_ERR_TIMEOUT ? ETIMEDOUT : EIO, m);
 	}
 
 	/* The ranks whose key the server cannot give within wait_s: every
