@@ -15,9 +15,9 @@
  *   procs    one rank per process, in a star over net_memif: rank 0 is the
  *            memif server of one link per peer (and holds the switch, its
  *            own device on a net_ring), every other rank a memif client.
- *            Rank and size come from Open MPI's mpirun or PMIx environment,
- *            or --rank/--ranks; addresses are exchanged through a TCP
- *            rendezvous at rank 0 (--rendezvous).
+ *            Rank, size and every rank's endpoint record come from the
+ *            launcher's PMIx server (mpirun, srun --mpi=pmix) or a TCP
+ *            rendezvous at rank 0 (--bootstrap, job_bootstrap.h).
  *
  * One poll lcore drives the switch and every local rank's queue round
  * robin (each rank a state machine, coll_engine.h), so 8 ranks need no 8
