@@ -41,6 +41,7 @@ public:
 		std::vector<rank_addr> t;
 		if (int rc = rv_.exchange(hostport_, unsigned(rank_), unsigned(size_), self.addr, timeout_s, &t); rc != 0)
 			return fail(rc, rv_.error());
+		started_ = std::chrono::steady_clock::now();
 		table->assign(t.size(), self);
 		for (size_t r = 0; r < t.size(); r++) {
 			(*table)[r].addr = t[r];

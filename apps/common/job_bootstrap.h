@@ -20,6 +20,7 @@
 #ifndef RDGRAM_JOB_BOOTSTRAP_H
 #define RDGRAM_JOB_BOOTSTRAP_H
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,6 +87,9 @@ public:
 	 * wait_s ("" when it cannot tell: tcp). */
 	virtual std::string absent_ranks(double wait_s) { (void)wait_s; return ""; }
 	const std::string &error() const { return err_; }
+	/* When the start barrier let this rank go (PMIx: PMIx_Fence
+	 * returned; tcp: the table arrived), set by exchange(). */
+	std::chrono::steady_clock::time_point started() const { return started_; }
 
 protected:
 	int fail(int e, const std::string &m)
@@ -95,6 +99,7 @@ protected:
 	}
 	int rank_ = -1, size_ = -1, local_rank_ = -1, local_size_ = -1;
 	std::string err_;
+	std::chrono::steady_clock::time_point started_{};
 };
 
 /* Which bootstrap "auto" takes here: "pmix" when this build has PMIx and a

@@ -94,6 +94,7 @@ public:
 			return rc;
 		if (int rc = fence(true, timeout_s, key_endpoint, "start"); rc != 0)
 			return rc;
+		started_ = std::chrono::steady_clock::now();
 		table->assign(size_t(size_), endpoint_record{});
 		for (int r = 0; r < size_; r++) {
 			if (r == rank_) {
