@@ -28,7 +28,7 @@ import sys
 # and their helpers (all in crc32_detail), the mlx5 run writers and the
 # loops compiled for them.
 ALLOWED = re.compile(r"rdgram::crc32_detail::"
-                     r"|rdgram::mlx5::mlx5_queue::(run_loop_avx(2|512)|block_writer_avx(2|512))")
+                     r"|rdgram::mlx5::(run_loop_avx(2|512)|block_writer_avx(2|512))")
 
 BEYOND_V2 = re.compile(
     r"^(v(?!err|erw|m)\w+"  # VEX/EVEX encoded (not verr/verw/vm* of VMX)
