@@ -72,6 +72,7 @@
 
 #include <rte_branch_prediction.h>
 #include <rte_cycles.h>
+#include <rte_errno.h>
 #include <rte_ring.h>
 #include <rte_ring_elem.h>
 
