@@ -13,6 +13,7 @@
  */
 #include "job_bootstrap.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -247,26 +248,51 @@ private:
 	}
 	std::string absent(const char *key, double wait_s)
 	{
-		/* The askers and their info arrays must outlive every
-		 * callback: when some never comes back (the library owns them
-		 * until then), they are left allocated rather than freed under
-		 * it. */
+		/* A peer that has committed data before but not this key yet
+		 * is answered NOT_FOUND at once, not when the key comes: ask
+		 * again, in rounds, until every peer answered or wait_s
+		 * passed. */
+		std::vector<bool> found(size_t(size_), false);
+		found[size_t(rank_)] = true;
+		const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(wait_s * 1000));
+		for (;;) {
+			if (!ask_round(key, &found))
+				break;
+			if (std::find(found.begin(), found.end(), false) == found.end() ||
+			    std::chrono::steady_clock::now() >= end)
+				break;
+			std::this_thread::sleep_for(std::chrono::milliseconds(100));
+		}
+		std::string gone;
+		unsigned n = 0;
+		for (int r = 0; r < size_; r++)
+			if (!found[size_t(r)])
+				gone += (n++ ? ", " : "") + std::to_string(r);
+		if (n == 0)
+			return "";
+		return (n == 1 ? "rank " : "ranks ") + gone + " did not arrive within " +
+		       std::to_string(timeout_of(wait_s)) + " s more (dead or hung)";
+	}
+
+	/* One round: every peer not yet found asked at once (PMIx_Get_nb,
+	 * PMIX_TIMEOUT 1 s). false when some callback never came back: the
+	 * askers and their info array are then left allocated (the library
+	 * still owns them) rather than freed under it. */
+	bool ask_round(const char *key, std::vector<bool> *found)
+	{
 		auto *asks = new ask[size_t(size_)];
 		auto *in = new infos(1);
-		const int t = timeout_of(wait_s);
+		const int t = 1;
 		PMIX_INFO_LOAD(&in->v[0], PMIX_TIMEOUT, &t, PMIX_INT);
 		std::vector<bool> asked(size_t(size_), false);
 		for (int r = 0; r < size_; r++) {
-			if (r == rank_)
+			if ((*found)[size_t(r)])
 				continue;
 			pmix_proc_t p;
 			PMIX_LOAD_PROCID(&p, me_.nspace, pmix_rank_t(r));
-			if (PMIx_Get_nb(&p, key, in->v, in->n, answered, &asks[r]) == PMIX_SUCCESS)
-				asked[size_t(r)] = true;
-			else
-				asks[r].st = PMIX_ERR_NOT_FOUND;
+			asked[size_t(r)] = PMIx_Get_nb(&p, key, in->v, in->n, answered, &asks[r]) == PMIX_SUCCESS;
 		}
-		const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(t * 1000 + 2000));
+		const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(t * 1000 + 2000);
 		bool all_back = false;
 		while (!all_back && std::chrono::steady_clock::now() < end) {
 			all_back = true;
@@ -275,24 +301,15 @@ private:
 			if (!all_back)
 				std::this_thread::sleep_for(std::chrono::milliseconds(10));
 		}
-		std::string gone;
-		unsigned n = 0;
-		for (int r = 0; r < size_; r++) {
-			if (r == rank_)
-				continue;
-			const bool back = !asked[size_t(r)] || asks[r].done.load(std::memory_order_acquire) != 0;
-			if (!back || asks[r].st != PMIX_SUCCESS) {
-				gone += (n++ ? ", " : "") + std::to_string(r);
-			}
-		}
+		for (int r = 0; r < size_; r++)
+			if (asked[size_t(r)] && asks[r].done.load(std::memory_order_acquire) != 0 &&
+			    asks[r].st == PMIX_SUCCESS)
+				(*found)[size_t(r)] = true;
 		if (all_back) {
 			delete[] asks;
 			delete in;
 		}
-		if (n == 0)
-			return "";
-		return (n == 1 ? "rank " : "ranks ") + gone + " did" +
-		       " not arrive within " + std::to_string(t) + " s more (dead or hung)";
+		return all_back;
 	}
 
 	pmix_proc_t me_{};

@@ -478,8 +478,12 @@ int main(int argc, char **argv)
 				nranks, boot->name().c_str(), max_procs_ranks);
 			return 2;
 		}
-		/* Every rank of a launcher gets the same EAL arguments: a
-		 * private --file-prefix per rank unless one was given. */
+		/* Every rank of a launcher gets the same EAL arguments:
+		 * {rank} in them is this rank, and a private --file-prefix
+		 * per rank is added unless one was given. */
+		for (std::string &a : eal)
+			for (size_t at; (at = a.find("{rank}")) != std::string::npos;)
+				a.replace(at, 6, std::to_string(my_rank));
 		const bool has_prefix = std::any_of(eal.begin(), eal.end(), [](const std::string &a) {
 			return a.rfind("--file-prefix", 0) == 0;
 		});

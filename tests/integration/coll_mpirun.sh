@@ -21,18 +21,25 @@ quick=0
 export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan-pmix.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
 tmp=$(mktemp -d)
+pfx=rdgram-collmpi$$
 mpipid=
 cleanup() {
   [ -n "$mpipid" ] && kill -KILL "$mpipid" 2>/dev/null
   # Ranks of this test only: their command line names its memif socket.
   for p in $(pgrep -f "$tmp/star-" 2>/dev/null); do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  # The EAL runtime directories of ranks mpirun killed (a clean exit
+  # removes its own).
+  rm -rf "${XDG_RUNTIME_DIR:-/var/run}/dpdk/$pfx"-* /var/run/dpdk/"$pfx"-* 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
 fail=0
 # Every rank gets the same EAL arguments; the app adds a --file-prefix per
-# rank from the PMIx namespace and rank.
+# rank from the PMIx namespace and rank (the jobs that end cleanly), or
+# takes {rank} in the one given (the jobs killed here, whose runtime
+# directories cleanup removes).
 eal="-l 0,1 --no-huge --no-shconf -m 256 --no-pci --log-level=lib.eal:error"
+ealk="$eal --file-prefix $pfx-{rank}"
 mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
 # One memif socket per job (a killed rank 0 leaves its socket behind).
 common() { echo "--mode procs --memif-socket $tmp/star-$1.sock"; }
@@ -104,10 +111,10 @@ PY
 # another Q_Key, rank 2 another MTU, rank 3 another job's name. Each is
 # refused with its reason; nothing hangs.
 # shellcheck disable=SC2086
-timeout 60 $mpi --output-filename "$tmp/bad" -np 1 "$coll" $eal -- $(common bad) \
-  : -np 1 "$coll" $eal -- $(common bad) --qkey 0x22220000 \
-  : -np 1 "$coll" $eal -- $(common bad) --mtu 1024 \
-  : -np 1 "$coll" $eal -- $(common bad) --job another >"$tmp/bad.log" 2>&1
+timeout 60 $mpi --output-filename "$tmp/bad" -np 1 "$coll" $ealk -- $(common bad) \
+  : -np 1 "$coll" $ealk -- $(common bad) --qkey 0x22220000 \
+  : -np 1 "$coll" $ealk -- $(common bad) --mtu 1024 \
+  : -np 1 "$coll" $ealk -- $(common bad) --job another >"$tmp/bad.log" 2>&1
 rc=$?
 e() { cat "$tmp/bad/1/rank.$1/stderr" 2>/dev/null; }
 if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then echo "FAIL: mismatched records: mpirun exit $rc"; fail=1; fi
@@ -133,7 +140,7 @@ pid_of_rank() {
 # background; returns once rank 3 is in its collectives.
 start_long() {
   # shellcheck disable=SC2086
-  $mpi -np 4 --output-filename "$1" "$coll" $eal -- $(common "$(basename "$1")") --iters 100000 --timeout 4 >"$1.log" 2>&1 &
+  $mpi -np 4 --output-filename "$1" "$coll" $ealk -- $(common "$(basename "$1")") --iters 100000 --timeout 4 >"$1.log" 2>&1 &
   mpipid=$!
   for _ in $(seq 300); do
     grep -qs 'start barrier (PMIx fence) to AHs' "$1/1/rank.3/stdout" && return 0
