@@ -10,7 +10,9 @@
 #                                            (tests/tsan.supp)
 #   ./build.sh fuzz [seconds [target...]]   only the libFuzzer targets (fuzz/, clang, build-fuzz/),
 #                                            each for seconds (300), growing build-fuzz/fuzz-corpus/
-# ./build.sh test with no args also runs the data-path tests in a generic build
+# ./build.sh test with no args also installs build/ into build/staging and builds
+# and runs examples/ and tests/install/ against it through pkg-config alone, runs
+# the data-path tests in a generic build
 # (-Dcpu_instruction_set=generic, build-generic/: the AVX-512/AVX2 paths chosen at run time,
 # each forced by the tests, and objdump's word that nothing else goes beyond x86-64-v2), and
 # every fuzz target for RDGRAM_FUZZ_SECONDS (10) on a copy of its corpus (RDGRAM_NO_FUZZ=1 or
@@ -172,6 +174,44 @@ for t in json.load(sys.stdin):
 	return $rc
 }
 
+# rdgram as a consumer gets it: build/ installed into build/staging (meson
+# install --destdir; rdgram.pc is relocatable, so the staged tree works
+# where it lies), then each of examples/ built from its own meson.build and
+# tests/install/ (every installed header compiled alone, the munmap guard
+# from the shared and from the static library, the examples run against
+# each other over net_memif) through
+# PKG_CONFIG_PATH alone. A phase of its own, with its time; its results are
+# build/install-check/meson-logs/testlog.json.
+quiet() { # runs a command, showing its output only when it fails
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	((rc == 0)) || printf '%s\n' "$out"
+	return $rc
+}
+run_install() {
+	local t0=$SECONDS stage=$PWD/build/staging check=build/install-check pc ex name
+	echo "== the installed tree: examples/ and tests/install/ through pkg-config (build/staging) [${SECONDS} s]"
+	rm -rf "$stage" "$check" build/examples
+	# A build/ configured before pkgconfig.relocatable was a project default.
+	if ! grep -q '^prefix=${pcfiledir}' build/meson-private/rdgram.pc 2>/dev/null; then
+		meson configure build -Dpkgconfig.relocatable=true >/dev/null && ninja -C build || return 1
+	fi
+	meson install -C build --no-rebuild --destdir "$stage" --quiet || return 1
+	pc=$(find "$stage" -name rdgram.pc -printf '%h\n' -quit)
+	[[ -n $pc ]] || return 1
+	for ex in examples/*/; do
+		name=$(basename "$ex")
+		PKG_CONFIG_PATH=$pc meson setup "build/examples/$name" "$ex" >/dev/null || return 1
+		quiet ninja -C "build/examples/$name" || return 1
+	done
+	PKG_CONFIG_PATH=$pc meson setup "$check" tests/install -Dexamples_dir="$PWD/build/examples" >/dev/null || return 1
+	quiet ninja -C "$check" || return 1
+	local rc=0
+	PKG_CONFIG_PATH=$pc meson test -C "$check" --no-rebuild --print-errorlogs || rc=1
+	echo "== the installed tree took $((SECONDS - t0)) s"
+	return $rc
+}
+
 # The libFuzzer targets: clang, in build-fuzz/, where only they are built
 # (fuzz/meson.build compiles the rdgram sources they cover itself). Extra
 # args: names of fuzz tests to run (default: all).
@@ -225,6 +265,8 @@ test)
 	fi
 	logs=(build/meson-logs/testlog.json)
 	if (($# == 0)); then
+		run_install || rc=1
+		logs+=(build/install-check/meson-logs/testlog.json)
 		run_generic || rc=1
 		logs+=(build-generic/meson-logs/testlog.json)
 	fi

@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <cstring>
 #include <ctime>
+#include <initializer_list>
 
 #include <sched.h>
 #include <sys/prctl.h>
