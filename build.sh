@@ -179,7 +179,7 @@ for t in json.load(sys.stdin):
 # where it lies), then each of examples/ built from its own meson.build and
 # tests/install/ (every installed header compiled alone, the munmap guard
 # from the shared and from the static library, the examples run against
-# each other over net_memif) through
+# each other over net_memif, each man page rendered by man -l) through
 # PKG_CONFIG_PATH alone. A phase of its own, with its time; its results are
 # build/install-check/meson-logs/testlog.json.
 quiet() { # runs a command, showing its output only when it fails

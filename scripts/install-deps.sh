@@ -30,6 +30,7 @@ PKGS=(
 	python3-scapy tshark iproute2   # tests: packet checks, netns
 	sockperf                       # benchmarks/compare.py reference
 	gnuplot-nox                    # rdgram-perf --hist-plot
+	man-db groff-base              # tests/install: man -l renders the man pages
 	clang libclang-rt-dev llvm     # fuzz/: clang, libFuzzer+ASan runtimes, llvm-symbolizer
 	libpmix-dev openmpi-bin        # rdgram-coll's PMIx bootstrap; mpirun (its PMIx server) in the tests
 )
