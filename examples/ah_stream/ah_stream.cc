@@ -13,7 +13,8 @@
  * The AHs come from ah_service::create_ah_batch (the "AH storm" an HPC job
  * makes at start: neighbour resolution for every peer at once, the caller
  * sleeping meanwhile) on the main thread, while the poll thread already
- * polls the queue (ARP/ND frames go out and come in through it). Then the
+ * polls the queue (ARP/ND frames go out and come in through it); a peer
+ * whose neighbour did not answer in time is asked again. Then the
  * poll thread sends --count datagrams to each peer's QP --qpn, keeping at
  * most --window unanswered, and stops when every echo is back or after
  * --seconds. Exit status 0 when every datagram came back.
@@ -22,6 +23,7 @@
 #include <getopt.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -298,9 +300,32 @@ int main(int argc, char **argv)
 		}
 		s->ah.assign(o.peers.size(), ah_null);
 		std::vector<int> errs(o.peers.size());
-		const uint64_t t0 = rte_get_tsc_cycles();
-		const unsigned made = svc.create_ah_batch(attrs.data(), unsigned(attrs.size()), s->ah.data(), errs.data());
-		const double ms = double(rte_get_tsc_cycles() - t0) * 1e3 / double(rte_get_tsc_hz());
+		const uint64_t hz = rte_get_tsc_hz(), t0 = rte_get_tsc_cycles();
+		unsigned made = svc.create_ah_batch(attrs.data(), unsigned(attrs.size()), s->ah.data(), errs.data());
+		/* A neighbour that did not answer its ARP/ND requests in time
+		 * (ETIMEDOUT: the peer not up yet, a loaded machine) is asked
+		 * again, the failed ones in one batch, until --seconds. */
+		const uint64_t give_up = t0 + uint64_t(o.seconds * double(hz));
+		while (made < attrs.size() && rte_get_tsc_cycles() < give_up) {
+			std::vector<size_t> again;
+			for (size_t i = 0; i < attrs.size(); i++)
+				if (errs[i] == ETIMEDOUT)
+					again.push_back(i);
+			if (again.empty())
+				break;
+			rte_delay_us_sleep(100000);
+			std::vector<ibv_ah_attr> a2;
+			for (size_t i : again)
+				a2.push_back(attrs[i]);
+			std::vector<ah_handle> h2(again.size(), ah_null);
+			std::vector<int> e2(again.size());
+			made += svc.create_ah_batch(a2.data(), unsigned(a2.size()), h2.data(), e2.data());
+			for (size_t j = 0; j < again.size(); j++) {
+				s->ah[again[j]] = h2[j];
+				errs[again[j]] = e2[j];
+			}
+		}
+		const double ms = double(rte_get_tsc_cycles() - t0) * 1e3 / double(hz);
 		printf("ah_stream: %u of %zu AHs created in %.1f ms\n", made, attrs.size(), ms);
 		for (size_t i = 0; i < attrs.size(); i++)
 			if (errs[i] != 0)
