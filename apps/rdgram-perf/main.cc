@@ -9,12 +9,16 @@
  * With no arguments: an in-process loopback, two poll lcores joined by a
  * net_ring pair, through the software RoCEv2 driver, both tests.
  */
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <rte_eal.h>
 #include <rte_eth_ring.h>
@@ -25,6 +29,7 @@
 
 #include "cli.h"
 #include "perf_config.h"
+#include "perf_cpu.h"
 #include "perf_dests.h"
 #include "perf_oob.h"
 #include "perf_peer.h"
@@ -143,6 +148,12 @@ struct run_ctx {
 	std::vector<lat_result> lat;
 	std::vector<bw_result> bw;
 	loop_hooks *hooks = nullptr;
+	/* Loopback: the server's CPU clock, published by its thread once it
+	 * runs, and the bandwidth test's CPU shares the client measured. */
+	thread_clock clock{};
+	std::atomic<bool> clock_ready{false};
+	const run_ctx *server = nullptr;
+	cpu_meter bw_cpu{};
 };
 
 /* The status line: printed by the control thread (a poller) every
@@ -209,6 +220,8 @@ int server_main(void *arg)
 {
 	auto *x = static_cast<run_ctx *>(arg);
 	x->rt->bind_this_thread(x->ep->where.cpu);
+	x->clock = thread_clock::self();
+	x->clock_ready.store(true, std::memory_order_release);
 	unsigned tid = rte_lcore_id();
 	poll_thread_online(x->rt->qsbr(), tid);
 	loop_env env{x->rt->qsbr(), tid, x->deadline, x->hooks};
@@ -246,7 +259,15 @@ int client_main(void *arg)
 			cp.n_dests = uint32_t(x->ep->dests.size());
 		}
 		bw_result r;
-		if (client_bw(x->ep->q, x->ep->dev.mempool(), x->ep->to, cp, env, &r))
+		/* Who had the CPUs during the test (two clock reads each side
+		 * of it, outside the loop). */
+		x->bw_cpu.a = thread_clock::self();
+		if (x->server != nullptr && x->server->clock_ready.load(std::memory_order_acquire))
+			x->bw_cpu.b = x->server->clock;
+		x->bw_cpu.start();
+		const bool done = client_bw(x->ep->q, x->ep->dev.mempool(), x->ep->to, cp, env, &r);
+		x->bw_cpu.stop();
+		if (done)
 			x->bw.push_back(r);
 		else
 			x->ok = false;
@@ -284,20 +305,43 @@ int oob_swap(const perf_config &c, const endpoint_config &self, endpoint_config 
 /* SIGINT, SIGTERM: perf_tests.h's loops end as at their deadline. */
 void on_stop_signal(int) { perf_stop.store(true, std::memory_order_relaxed); }
 
-void print_counters(const char *role, const qp_counters &k)
+bool counted(const char *name, uint64_t v)
 {
-	bool any = false;
-	k.for_each([&](const char *name, const char *, uint64_t v) {
-		if (v != 0 && strncmp(name, "rx_pkts", 7) != 0 && strncmp(name, "tx_pkts", 7) != 0 &&
-		    strncmp(name, "rx_bytes", 8) != 0 && strncmp(name, "tx_bytes", 8) != 0) {
+	return v != 0 && strncmp(name, "rx_pkts", 7) != 0 && strncmp(name, "tx_pkts", 7) != 0 &&
+	       strncmp(name, "rx_bytes", 8) != 0 && strncmp(name, "tx_bytes", 8) != 0;
+}
+
+/* The queues' non-zero counters after the results (stdout flushed first,
+ * so a pipe keeps the order): one line per role, "ROLE counters:
+ * name=value ..." (scripts read it), then what each name means. */
+void print_counters(const std::vector<std::pair<const char *, const qp_counters *>> &qs)
+{
+	std::vector<std::pair<const char *, const char *>> seen; /* name, description */
+	for (const auto &[role, k] : qs)
+		k->for_each([&](const char *name, const char *desc, uint64_t v) {
+			if (counted(name, v) &&
+			    std::none_of(seen.begin(), seen.end(), [&](const auto &p) { return strcmp(p.first, name) == 0; }))
+				seen.push_back({name, desc});
+		});
+	fflush(stdout);
+	if (seen.empty())
+		return;
+	fprintf(stderr, " queue counters, non-zero (packets and bytes left out):\n");
+	for (const auto &[role, k] : qs) {
+		bool any = false;
+		k->for_each([&](const char *name, const char *, uint64_t v) {
+			if (!counted(name, v))
+				return;
 			if (!any)
 				fprintf(stderr, " %s counters:", role);
 			fprintf(stderr, " %s=%lu", name, (unsigned long)v);
 			any = true;
-		}
-	});
-	if (any)
-		fprintf(stderr, "\n");
+		});
+		if (any)
+			fprintf(stderr, "\n");
+	}
+	for (const auto &[name, desc] : seen)
+		fprintf(stderr, "   %-20s %s\n", name, desc);
 }
 
 } // namespace
@@ -318,7 +362,7 @@ int main(int argc, char **argv)
 	uint64_t iters = 0, warmup = 0;
 	double timeout = 0;
 	uint32_t ctl_nap_us = 0;
-	bool json = false, imm = false;
+	bool json = false, imm = false, verbose = false;
 	app.add("-c,--config", cfg_path, "TOML config file (see config/); options below override it");
 	app.add("--test", test,
 		"lat (ping-pong), bw (streaming), both, or txonly (client streams with no server: "
@@ -373,6 +417,9 @@ int main(int argc, char **argv)
 		.one_of({"rr", "random"});
 	app.flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
 	app.flag("--json", json, "print results as JSON lines instead of tables");
+	app.flag("-v,--verbose", verbose,
+		 "DPDK's start-up messages too (EAL, telemetry, libraries and PMDs at DPDK's own log levels; "
+		 "by default they are at WARNING). An EAL --log-level before -- sets the levels instead");
 	double status_interval = 1.0;
 	std::string hist_csv, hist_plot;
 	app.add("--status-interval", status_interval,
@@ -460,11 +507,12 @@ int main(int argc, char **argv)
 		hist_csv = hist_plot.substr(0, hist_plot.rfind('.')) + ".csv";
 
 	runtime rt;
+	rt.set_verbose(verbose);
 	const std::string &lc = c.mode == "server" ? c.server.lcores : c.mode == "client" ? c.client.lcores : "";
 	int init_rc;
 	{
 		/* The runtime directory and the telemetry socket are born
-		 * owner-only (issue 7), then chmod-ed to be sure. */
+		 * owner-only (docs/SECURITY.md), then chmod-ed to be sure. */
 		telemetry::private_umask um;
 		init_rc = rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0], lc);
 	}
@@ -502,6 +550,7 @@ int main(int argc, char **argv)
 		endpoint cli{"client", &c.client, &c.server, {}, {}, {}, {}};
 		run_ctx sx{&c, &rt, &srv, deadline, false, 0, {}, {}};
 		run_ctx cx{&c, &rt, &cli, deadline, false, 0, {}, {}};
+		cx.server = &sx;
 		/* Progress for the status line and /rdgram/ telemetry. */
 		progress prog;
 		telemetry::qp_publisher srv_pub, cli_pub;
@@ -579,6 +628,7 @@ int main(int argc, char **argv)
 				       "(cpu %u), client lcore %u (cpu %u)\n",
 				       c.server.address.is_v4_mapped() ? "IPv4" : "IPv6", srv.where.lcore,
 				       srv.where.cpu, cli.where.lcore, cli.where.cpu);
+			fflush(stdout); /* before the status lines (stderr) */
 			launch_on_lcore(server_main, &sx, srv.where.lcore);
 			client_main(&cx);
 			wait_on_lcore(srv.where.lcore);
@@ -607,6 +657,7 @@ int main(int argc, char **argv)
 			if (!c.json)
 				printf(" rdgram-perf: %s on %s, lcore %u (cpu %u)\n", c.mode.c_str(),
 				       me.self->vdev.c_str(), me.where.lcore, me.where.cpu);
+			fflush(stdout);
 			if (c.mode == "server") {
 				server_main(&sx);
 				if (!c.json)
@@ -629,6 +680,9 @@ int main(int argc, char **argv)
 					print_lat_table(stdout, cx.lat);
 				if (!cx.bw.empty())
 					print_bw_table(stdout, cx.bw);
+				if (!cx.bw.empty() && c.mode == "loopback")
+					print_bw_limits(stdout, cx.bw_cpu, cli.where.cpu, srv.where.cpu,
+							(unsigned long)cli.q.counters().tx_port_full);
 			}
 			for (const auto &r : cx.lat)
 				if (r.lost != 0)
@@ -661,12 +715,10 @@ int main(int argc, char **argv)
 				status = 1;
 			}
 		}
-		if (c.mode == "loopback") {
-			print_counters("server", srv.q.counters());
-			print_counters("client", cli.q.counters());
-		} else {
-			print_counters(c.mode.c_str(), (c.mode == "server" ? srv : cli).q.counters());
-		}
+		if (c.mode == "loopback")
+			print_counters({{"server", &srv.q.counters()}, {"client", &cli.q.counters()}});
+		else
+			print_counters({{c.mode.c_str(), &(c.mode == "server" ? srv : cli).q.counters()}});
 		if (is_client && !hist_csv.empty()) {
 			if (int rc = write_hist_csv(prog.hist, hist_csv); rc != 0) {
 				fprintf(stderr, "rdgram-perf: cannot write %s: %s\n", hist_csv.c_str(), strerror(rc));

@@ -66,7 +66,18 @@ bool hugepages_available()
 	return any;
 }
 
-std::vector<std::string> default_eal_args(unsigned mem_mb, const std::string &lcores)
+std::vector<std::string> eal_quiet_log_args()
+{
+	return {"--log-level=lib.telemetry,error", "--log-level=lib.*,warning", "--log-level=pmd.*,warning"};
+}
+
+bool has_eal_log_level(const std::vector<std::string> &args)
+{
+	return std::any_of(args.begin(), args.end(),
+			   [](const std::string &a) { return a == "--log-level" || a.starts_with("--log-level="); });
+}
+
+std::vector<std::string> default_eal_args(unsigned mem_mb, const std::string &lcores, bool quiet)
 {
 	std::vector<std::string> a;
 	cpu_set_t cs;
@@ -96,8 +107,9 @@ std::vector<std::string> default_eal_args(unsigned mem_mb, const std::string &lc
 		a.push_back("-m");
 		a.push_back(std::to_string(mem_mb));
 	}
-	a.push_back("--log-level=lib.eal:warning");
-	a.push_back("--log-level=pmd.net.memif:warning");
+	if (quiet)
+		for (auto &o : eal_quiet_log_args())
+			a.push_back(std::move(o));
 	return a;
 }
 
@@ -143,7 +155,11 @@ runtime::~runtime() { fini(); }
 int runtime::init(const std::vector<std::string> &eal_args, const char *prog,
 		  const std::string &default_lcores)
 {
-	eal_args_ = eal_args.empty() ? default_eal_args(512, default_lcores) : eal_args;
+	eal_args_ = eal_args.empty() ? default_eal_args(512, default_lcores, !verbose_) : eal_args;
+	if (!verbose_ && !has_eal_log_level(eal_args_)) {
+		auto q = eal_quiet_log_args();
+		eal_args_.insert(eal_args_.begin(), q.begin(), q.end());
+	}
 	/* AVX-512 makes rte_net_crc (the ICRC) much faster on long payloads;
 	 * the EAL caps SIMD width at 256 bits unless told otherwise. */
 	if (eal_args.empty() && rte_cpu_get_flag_enabled(RTE_CPUFLAG_AVX512F) > 0)

@@ -88,6 +88,24 @@ TEST(RuntimeArgs, ContainerDefaults)
 		EXPECT_TRUE(has("--no-huge") && has("--no-shconf") && !has("--in-memory"));
 }
 
+TEST(RuntimeArgs, QuietEalUnlessAsked)
+{
+	const auto q = eal_quiet_log_args();
+	ASSERT_FALSE(q.empty());
+	/* A type registered after the options are parsed (telemetry's) takes
+	 * the first pattern it matches: the specific one must come first. */
+	EXPECT_EQ(q.front(), "--log-level=lib.telemetry,error");
+	auto a = default_eal_args(512, "3");
+	for (const auto &o : q)
+		EXPECT_NE(std::find(a.begin(), a.end(), o), a.end()) << o;
+	EXPECT_TRUE(has_eal_log_level(a));
+	auto v = default_eal_args(512, "3", false);
+	EXPECT_FALSE(has_eal_log_level(v));
+	EXPECT_TRUE(has_eal_log_level({"-l", "0", "--log-level", "lib.eal:error"}));
+	EXPECT_TRUE(has_eal_log_level({"--log-level=8"}));
+	EXPECT_FALSE(has_eal_log_level({"-l", "0", "--log-levels=8", "--no-huge"}));
+}
+
 } // namespace
 
 TEST(Placement, ReplicaPerNodeWithPollThreads)

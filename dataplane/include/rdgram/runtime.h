@@ -31,8 +31,21 @@ split_args split_command_line(int argc, char **argv);
 /* EAL arguments that run in a container: every CPU this process may use as
  * an lcore, no PCI scan, a private --file-prefix, and hugepages only when
  * some are free (else --no-huge with -m mem_mb and --no-shconf: DPDK 22.11
- * refuses --in-memory together with --no-huge). */
-std::vector<std::string> default_eal_args(unsigned mem_mb = 512, const std::string &lcores = "");
+ * refuses --in-memory together with --no-huge); quiet: eal_quiet_log_args. */
+std::vector<std::string> default_eal_args(unsigned mem_mb = 512, const std::string &lcores = "",
+					  bool quiet = true);
+
+/* The EAL options that keep DPDK's start-up quiet: its libraries and PMDs
+ * at WARNING (the EAL's "Detected CPU lcores", the CRC library's handler
+ * choice, PMD notices are INFO), and the telemetry library at ERROR (its
+ * one start-up line, "No legacy callbacks, legacy socket not created", is
+ * a WARNING that says nothing is wrong). The specific pattern comes first:
+ * a log type registered after these options are parsed (telemetry's)
+ * takes the level of the first pattern it matches. rdgram's own types
+ * (rdgram.*) stay at INFO. */
+std::vector<std::string> eal_quiet_log_args();
+/* True when args hold an EAL --log-level option (either spelling). */
+bool has_eal_log_level(const std::vector<std::string> &args);
 
 /* True when the system has at least one free hugepage of any size. */
 bool hugepages_available();
@@ -65,6 +78,11 @@ public:
 	 * errno value with a message in error(). */
 	int init(const std::vector<std::string> &eal_args, const char *prog,
 		 const std::string &default_lcores = "");
+	/* Before init: false (the default) starts the EAL quietly, with
+	 * eal_quiet_log_args ahead of eal_args, unless they hold a --log-level
+	 * of their own (then the caller's levels stand); true leaves DPDK's
+	 * log levels at its own defaults (every start-up line). */
+	void set_verbose(bool v) { verbose_ = v; }
 	void fini();
 
 	/* The lcores (main included) ordered for a device on numa_node. */
@@ -80,6 +98,7 @@ public:
 
 private:
 	bool eal_up_ = false;
+	bool verbose_ = false;
 	hwloc_topology_t topo_ = nullptr;
 	rte_rcu_qsbr *qs_ = nullptr;
 	control_thread ctl_;
