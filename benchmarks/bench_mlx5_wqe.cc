@@ -151,7 +151,7 @@ std::vector<uint8_t> read_wqe(const uint8_t *ring, uint32_t pi, uint32_t len = w
 /* A queue on a model's rings; the model never executes anything here. */
 struct tx_rig {
 	test::mlx5_model model;
-	mr_table mrs;
+	ibv::lkey_map mrs;
 	ah_table<mlx5_av> ahs;
 	mlx5_queue q;
 	ah_handle h = ah_null;
@@ -174,7 +174,7 @@ struct tx_rig {
 		rte_mempool_mem_iter(
 			g_mp,
 			[](rte_mempool *, void *o, rte_mempool_memhdr *mh, unsigned i) {
-				static_cast<mr_table *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
+				static_cast<ibv::lkey_map *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
 			},
 			&mrs);
 		uint32_t slot;
@@ -452,7 +452,7 @@ inline bool build_mbufs(send_wr *wrs, unsigned nsegs)
 }
 
 /* The gather list tx_burst should write for an mbuf chain. */
-std::vector<gather> gather_of(mr_table &mrs, rte_mbuf *m)
+std::vector<gather> gather_of(ibv::lkey_map &mrs, rte_mbuf *m)
 {
 	std::vector<gather> g;
 	for (; m != nullptr; m = m->next) {
@@ -552,11 +552,11 @@ void tx_rdma_core_helpers_data(benchmark::State &st, unsigned nsegs)
 		st.SkipWithError("mempool empty");
 		return;
 	}
-	mr_table mrs;
+	ibv::lkey_map mrs;
 	rte_mempool_mem_iter(
 		g_mp,
 		[](rte_mempool *, void *o, rte_mempool_memhdr *mh, unsigned i) {
-			static_cast<mr_table *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
+			static_cast<ibv::lkey_map *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
 		},
 		&mrs);
 	gather g[burst][2];
@@ -654,7 +654,7 @@ void put_ipv4_grh(rte_mempool *, void *, void *obj, unsigned)
 
 struct rx_rig {
 	test::mlx5_model model;
-	mr_table mrs;
+	ibv::lkey_map mrs;
 	mlx5_queue q;
 	uint32_t rcq_pi = 0;
 	uint16_t rq_pi = 0;
@@ -671,7 +671,7 @@ struct rx_rig {
 		rte_mempool_mem_iter(
 			g_mp,
 			[](rte_mempool *, void *o, rte_mempool_memhdr *mh, unsigned i) {
-				static_cast<mr_table *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
+				static_cast<ibv::lkey_map *>(o)->add(uintptr_t(mh->addr), mh->len, lkey + i);
 			},
 			&mrs);
 		queue_config qc;

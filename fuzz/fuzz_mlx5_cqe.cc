@@ -60,7 +60,7 @@ constexpr size_t hdr_len = 2 + 40;
 
 struct harness {
 	rte_mempool *mp = nullptr;
-	mr_table mrs;
+	ibv::lkey_map mrs;
 	ah_table<mlx5_av> ahs;
 	ah_handle ah{};
 	uint8_t *sq = nullptr, *rq = nullptr, *scq = nullptr, *rcq = nullptr;

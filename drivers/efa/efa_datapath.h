@@ -58,39 +58,13 @@
 #include <rte_mempool.h>
 
 #include "efa_ah.h"
+#include "ibv_lkey_map.h"
 #include "rdgram/ah_table.h"
 #include "rdgram/stats.h"
 #include "rdgram/ud.h"
 #include "rdgram/wire.h"
 
 namespace rdgram::efa {
-
-/* Memory regions over one mempool's memory chunks (ibv_reg_mr once per
- * chunk at set-up), and the lkey lookup the data path does per buffer. */
-struct efa_mr_chunk {
-	uintptr_t start, end;
-	uint32_t lkey;
-};
-struct efa_mr_set {
-	static constexpr unsigned max_chunks = 64;
-	const rte_mempool *mp = nullptr;
-	unsigned n = 0;
-	efa_mr_chunk c[max_chunks]{};
-	ibv_mr *mr[max_chunks]{};
-
-	/* lkey of the region holding [addr, addr + len). (Any thread.) */
-	bool lkey(uintptr_t addr, uint32_t len, uint32_t *k) const
-	{
-		/* Usually one chunk: a no-huge or IOVA-as-VA mempool is one
-		 * virtually contiguous block. */
-		for (unsigned i = 0; i < n; i++)
-			if (likely(addr >= c[i].start && addr + len <= c[i].end)) {
-				*k = c[i].lkey;
-				return true;
-			}
-		return false;
-	}
-};
 
 /* EFA-specific counters, beside qp_counters. */
 #define RDGRAM_EFA_COUNTERS(X)                                                        \
@@ -175,7 +149,7 @@ public:
 				const uintptr_t a = rte_pktmbuf_mtod(m, uintptr_t) + (srd_ ? wire::grh_len : 0);
 				uint32_t lkey = 0;
 				/* Every buffer comes from the registered pool. */
-				mrs_.lkey(a, rx_len_, &lkey);
+				mrs_.lookup(a, rx_len_, &lkey);
 				rsge_[i] = ibv_sge{a, rx_len_, lkey};
 				rwr_[i].wr_id = slot;
 				rwr_[i].next = i + 1 < k ? &rwr_[i + 1] : nullptr;
@@ -239,7 +213,7 @@ public:
 			if (!inl) {
 				m = wr.mbuf;
 				addr = rte_pktmbuf_mtod(m, uintptr_t);
-				if (unlikely(m->nb_segs != 1 || !mrs_.lkey(addr, len, &lkey))) {
+				if (unlikely(m->nb_segs != 1 || !mrs_.lookup(addr, len, &lkey))) {
 					ctr_.tx_bad_mbuf++;
 					rte_pktmbuf_free(m);
 					continue;
@@ -253,7 +227,7 @@ public:
 				}
 				memcpy(rte_pktmbuf_append(m, uint16_t(len)), wr.inline_data, len);
 				addr = rte_pktmbuf_mtod(m, uintptr_t);
-				mrs_.lkey(addr, len, &lkey);
+				mrs_.lookup(addr, len, &lkey);
 			}
 			if (posted == 0)
 				ibv_wr_start(qpx_);
@@ -424,7 +398,7 @@ private:
 	ibv_cq_ex *scq_ = nullptr, *rcq_ = nullptr;
 	efadv_cq *dv_ = nullptr; /* receive CQ's efadv view, when it has SGIDs */
 	ah_table<efa_av>::view ahs_{};
-	efa_mr_set mrs_{};
+	ibv::lkey_map mrs_{}; /* the lkeys of its mempool (drivers/common/ibv) */
 	rte_mempool *mp_ = nullptr;
 	uint32_t qpn_ = 0, qkey_ = 0;
 	uint32_t mtu_ = 0;        /* largest payload */

@@ -14,6 +14,7 @@
 
 #include <rte_mbuf.h>
 
+#include "ibv_device.h"
 #include "rdgram/log.h"
 
 namespace rdgram::efa {
@@ -31,33 +32,6 @@ std::string gid_text(const uint8_t *raw)
 std::string errno_text(const char *what, int e)
 {
 	return std::string(what) + ": " + strerror(e);
-}
-
-/* IB MTU enum to bytes (ibv_query_port(3) active_mtu). */
-uint32_t mtu_bytes(ibv_mtu m)
-{
-	switch (m) {
-	case IBV_MTU_256: return 256;
-	case IBV_MTU_512: return 512;
-	case IBV_MTU_1024: return 1024;
-	case IBV_MTU_2048: return 2048;
-	case IBV_MTU_4096: return 4096;
-	}
-	return 0;
-}
-
-/* sysfs NUMA node of a verbs device (-1 unknown -> 0). */
-int numa_node_of(ibv_device *dev)
-{
-	std::string p = std::string(dev->ibdev_path) + "/device/numa_node";
-	FILE *f = fopen(p.c_str(), "r");
-	if (f == nullptr)
-		return 0;
-	int n = -1;
-	if (fscanf(f, "%d", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n < 0 ? 0 : n;
 }
 
 bool is_efa(ibv_context *ctx, efadv_device_attr *a)
@@ -139,37 +113,22 @@ int efa_device::init_ahs(const efa_config &cfg, int socket)
 int efa_device::open(const efa_config &cfg)
 {
 	close();
-	int n = 0;
-	ibv_device **devs = ibv_get_device_list(&n);
-	if (devs == nullptr) {
-		err_ = errno_text("ibv_get_device_list", errno ? errno : ENODEV);
-		return ENODEV;
-	}
+	/* The device named, or the first that answers efadv_query_device
+	 * (it answers EOPNOTSUPP for other providers), with port 1 ACTIVE
+	 * (drivers/common/ibv). */
 	efadv_device_attr ea{};
-	ibv_device *dev = nullptr;
-	for (int i = 0; i < n && ctx_ == nullptr; i++) {
-		if (!cfg.device_name.empty() && cfg.device_name != ibv_get_device_name(devs[i]))
-			continue;
-		ibv_context *c = ibv_open_device(devs[i]);
-		if (c == nullptr)
-			continue;
-		/* efadv_query_device answers EOPNOTSUPP for other providers. */
-		if (is_efa(c, &ea)) {
-			ctx_ = c;
-			dev = devs[i];
-		} else {
-			ibv_close_device(c);
-		}
-	}
-	if (ctx_ == nullptr) {
-		ibv_free_device_list(devs);
-		err_ = cfg.device_name.empty() ? "no EFA device (no ibv device answers efadv_query_device)"
-					       : "no EFA device named " + cfg.device_name;
-		return ENODEV;
-	}
-	name_ = ibv_get_device_name(dev);
-	const int socket = numa_node_of(dev);
-	ibv_free_device_list(devs);
+	ibv::device_match m;
+	m.name = cfg.device_name;
+	m.port = 1;
+	m.kind = "EFA";
+	m.accept_context = [&ea](ibv_context *c) { return is_efa(c, &ea); };
+	uint8_t port_num = 0;
+	int err = 0;
+	ctx_ = ibv::open_device(m, &port_num, &err, &err_);
+	if (ctx_ == nullptr)
+		return err;
+	name_ = ibv_get_device_name(ctx_->device);
+	const int socket = ibv::numa_node(ctx_->device, nullptr, nullptr);
 
 	caps_.max_sq_wr = ea.max_sq_wr;
 	caps_.max_rq_wr = ea.max_rq_wr;
@@ -182,42 +141,26 @@ int efa_device::open(const efa_config &cfg)
 	caps_.rnr_retry = (ea.device_caps & EFADV_DEVICE_ATTR_CAPS_RNR_RETRY) != 0;
 	caps_.cq_with_sgid = (ea.device_caps & EFADV_DEVICE_ATTR_CAPS_CQ_WITH_SGID) != 0;
 
-	ibv_device_attr da{};
-	if (int rc = ibv_query_device(ctx_, &da); rc != 0) {
-		err_ = errno_text("ibv_query_device", rc);
+	/* Port facts, GID table: drivers/common/ibv's answers. */
+	ibv::port_facts f;
+	if (int e = ibv::query_port(ctx_, port_num, cfg.max_ah, socket, &f, &err_); e != 0) {
 		close();
-		return rc;
+		return e;
 	}
-	ibv_port_attr pa{};
-	if (int rc = ibv_query_port(ctx_, 1, &pa); rc != 0) {
-		err_ = errno_text("ibv_query_port", rc);
-		close();
-		return rc;
-	}
+	attr_ = std::move(f.attr);
 	/* EFA reports link layer "unspecified"; its AHs are GID-addressed
 	 * with a GRH, like RoCE: ethernet-like for the AH layer. */
 	attr_.link = link_layer::ethernet;
 	attr_.grh_required = true;
-	attr_.max_ah = da.max_ah > 0 ? uint32_t(da.max_ah) : 0;
 	/* The EFA kernel driver reports its MTU (the largest message) in
 	 * max_msg_sz; active_mtu is only the nearest IB enum value. */
-	attr_.active_mtu = pa.max_msg_sz != 0 ? pa.max_msg_sz : mtu_bytes(pa.active_mtu);
-	attr_.lid = pa.lid;
-	attr_.numa_node = socket;
-	uint16_t pkey = 0xffff;
-	if (ibv_query_pkey(ctx_, 1, 0, &pkey) == 0)
-		attr_.pkey = ntohs(pkey);
-	attr_.gids.clear();
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		ibv_gid g;
-		if (ibv_query_gid(ctx_, 1, i, &g) != 0)
-			break;
-		wire::gid w;
-		memcpy(w.raw, g.raw, 16);
-		attr_.gids.push_back(w);
-	}
-	if (attr_.gids.empty()) {
-		err_ = "ibv_query_gid: port 1 has no GID";
+	if (f.port.max_msg_sz != 0)
+		attr_.active_mtu = f.port.max_msg_sz;
+	attr_.lid = f.port.lid;
+	static const wire::gid no_gid{};
+	if (std::all_of(attr_.gids.begin(), attr_.gids.end(),
+			[](const wire::gid &g) { return memcmp(g.raw, no_gid.raw, 16) == 0; })) {
+		err_ = "port 1 has no GID";
 		close();
 		return ENODEV;
 	}
@@ -273,8 +216,8 @@ void efa_device::close()
 	ahs_.fini();
 	qs_ = nullptr;
 	for (efa_mr_set &s : mrs_)
-		for (unsigned i = 0; i < s.n; i++)
-			ibv_dereg_mr(s.mr[i]);
+		for (ibv_mr *mr : s.mr)
+			ibv_dereg_mr(mr);
 	mrs_.clear();
 	if (pd_ != nullptr && own_pd_)
 		ibv_dealloc_pd(pd_);
@@ -384,39 +327,13 @@ uint16_t efa_device::ahn_of(ah_handle h) const
 	return av != nullptr ? av->ahn : ahn_unknown;
 }
 
-const efa_mr_set *efa_device::mrs_of(const rte_mempool *mp) const
+const efa_device::efa_mr_set *efa_device::mrs_of(const rte_mempool *mp) const
 {
 	for (const efa_mr_set &s : mrs_)
 		if (s.mp == mp)
 			return &s;
 	return nullptr;
 }
-
-namespace {
-struct reg_state {
-	ibv_pd *pd;
-	efa_mr_set *set;
-	int err;
-};
-void reg_chunk(rte_mempool *, void *opaque, rte_mempool_memhdr *hdr, unsigned)
-{
-	auto *st = static_cast<reg_state *>(opaque);
-	if (st->err != 0)
-		return;
-	if (st->set->n == efa_mr_set::max_chunks) {
-		st->err = E2BIG;
-		return;
-	}
-	ibv_mr *mr = ibv_reg_mr(st->pd, hdr->addr, hdr->len, IBV_ACCESS_LOCAL_WRITE);
-	if (mr == nullptr) {
-		st->err = errno != 0 ? errno : ENOMEM;
-		return;
-	}
-	const unsigned i = st->set->n++;
-	st->set->mr[i] = mr;
-	st->set->c[i] = efa_mr_chunk{uintptr_t(hdr->addr), uintptr_t(hdr->addr) + hdr->len, mr->lkey};
-}
-} // namespace
 
 int efa_device::register_mempool(rte_mempool *mp)
 {
@@ -430,15 +347,9 @@ int efa_device::register_mempool(rte_mempool *mp)
 		return EEXIST;
 	efa_mr_set s;
 	s.mp = mp;
-	reg_state st{pd_, &s, 0};
-	rte_mempool_mem_iter(mp, reg_chunk, &st);
-	if (st.err != 0) {
-		for (unsigned i = 0; i < s.n; i++)
-			ibv_dereg_mr(s.mr[i]);
-		err_ = st.err == E2BIG ? "mempool has more than 64 memory chunks" : errno_text("ibv_reg_mr", st.err);
-		return st.err;
-	}
-	mrs_.push_back(s);
+	if (int e = ibv::register_mempool(pd_, mp, &s.mr, &s.map, &err_); e != 0)
+		return e;
+	mrs_.push_back(std::move(s));
 	return 0;
 }
 
@@ -573,7 +484,7 @@ int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
 	q.rcq_ = rcq;
 	q.dv_ = dv;
 	q.ahs_ = ahs_.for_socket(cfg.socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : cfg.socket);
-	q.mrs_ = *mrs;
+	q.mrs_ = mrs->map;
 	q.mp_ = cfg.mp;
 	q.qpn_ = qp->qp_num;
 	q.qkey_ = cfg.qkey;

@@ -105,8 +105,8 @@ public:
 	uint16_t ahn_of(ah_handle h) const;
 
 	/* Registers mp's memory (every chunk) with the PD, once per mempool.
-	 * 0, EEXIST (already), E2BIG (more chunks than efa_mr_set holds), or
-	 * ibv_reg_mr's errno. */
+	 * 0, EEXIST (already), ENOSPC (more chunks than ibv::lkey_map holds),
+	 * or ibv_reg_mr's errno (drivers/common/ibv register_mempool). */
 	int register_mempool(rte_mempool *mp);
 	/* Creates queue q: CQs (receive CQ with EFADV_WC_EX_WITH_SGID when
 	 * the device has it), the QP (SRD via efadv_create_qp_ex, UD via
@@ -128,6 +128,13 @@ public:
 private:
 	int init_ahs(const efa_config &cfg, int socket);
 	void destroy_now(ibv_ah *ah);
+	/* One mempool's memory regions: the MRs (deregistered at close) and
+	 * their lkeys, which each queue on the pool copies. */
+	struct efa_mr_set {
+		const rte_mempool *mp = nullptr;
+		std::vector<ibv_mr *> mr;
+		ibv::lkey_map map;
+	};
 	const efa_mr_set *mrs_of(const rte_mempool *mp) const;
 
 	struct dead_ah {

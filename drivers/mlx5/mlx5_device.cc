@@ -11,6 +11,7 @@
 #include <rte_errno.h>
 #include <rte_mbuf.h>
 
+#include "ibv_device.h"
 #include "mlx5_caps.h"
 #include "rdgram/log.h"
 #include "rdgram/tsan.h"
@@ -18,18 +19,6 @@
 namespace rdgram::mlx5 {
 
 namespace {
-
-uint32_t mtu_bytes(ibv_mtu m)
-{
-	switch (m) {
-	case IBV_MTU_256: return 256;
-	case IBV_MTU_512: return 512;
-	case IBV_MTU_1024: return 1024;
-	case IBV_MTU_2048: return 2048;
-	case IBV_MTU_4096: return 4096;
-	}
-	return 256;
-}
 
 uint32_t pow2_at_least(uint32_t v)
 {
@@ -71,38 +60,35 @@ int mlx5_device::open(const mlx5_config &cfg)
 {
 	close();
 	cfg_ = cfg;
-	std::string name = cfg.device;
-	if (name.empty()) {
-		int rc = find_device(&name);
-		if (rc != 0)
-			return fail(rc, "no mlx5 device");
-	}
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	if (list == nullptr)
-		return fail(errno ? errno : ENOSYS, "ibv_get_device_list");
-	for (int i = 0; i < n && ctx_ == nullptr; i++)
-		if (name == ibv_get_device_name(list[i])) {
-			if (!mlx5dv_is_supported(list[i])) {
-				ibv_free_device_list(list);
-				return fail(ENOTSUP, name + " is not an mlx5 device");
-			}
-			/* DevX, for the one capability verbs does not report
-			 * (mlx5_caps.h); a plain context when DevX is refused
-			 * (an old kernel, or no permission for a DevX UID). */
-			mlx5dv_context_attr dattr{};
-			dattr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
-			ctx_ = mlx5dv_open_device(list[i], &dattr);
-			if (ctx_ != nullptr) {
-				compact_note_.clear();
-			} else {
-				compact_note_ = std::string("no DevX context (") + strerror(errno) + ")";
-				ctx_ = ibv_open_device(list[i]);
-			}
+	/* The device named, or the first mlx5dv_is_supported accepts, with
+	 * cfg.port_num ACTIVE (drivers/common/ibv). DevX, for the one
+	 * capability verbs does not report (mlx5_caps.h); a plain context
+	 * when DevX is refused (an old kernel, or no permission for a DevX
+	 * UID). */
+	ibv::device_match m;
+	m.name = cfg.device;
+	m.port = cfg.port_num;
+	m.kind = "mlx5";
+	m.accept_device = [](ibv_device *d) { return mlx5dv_is_supported(d); };
+	m.open = [this](ibv_device *d) {
+		mlx5dv_context_attr dattr{};
+		dattr.flags = MLX5DV_CONTEXT_FLAGS_DEVX;
+		ibv_context *c = mlx5dv_open_device(d, &dattr);
+		if (c != nullptr) {
+			compact_note_.clear();
+			return c;
 		}
-	ibv_free_device_list(list);
-	if (ctx_ == nullptr)
-		return fail(errno ? errno : ENODEV, "ibv_open_device " + name);
+		compact_note_ = std::string("no DevX context (") + strerror(errno) + ")";
+		return ibv_open_device(d);
+	};
+	uint8_t port = 0;
+	int err = 0;
+	ctx_ = ibv::open_device(m, &port, &err, &err_);
+	if (ctx_ == nullptr) {
+		close();
+		return err;
+	}
+	cfg_.port_num = port;
 
 	compact_av_ = false;
 	if (compact_note_.empty()) {
@@ -116,41 +102,16 @@ int mlx5_device::open(const mlx5_config &cfg)
 			compact_note_ = "QUERY_HCA_CAP failed, syndrome " + std::to_string(syndrome);
 	}
 
-	ibv_device_attr da{};
-	ibv_port_attr pa{};
-	if (int rc = ibv_query_device(ctx_, &da); rc != 0)
-		return fail(rc, "ibv_query_device");
-	if (int rc = ibv_query_port(ctx_, cfg.port_num, &pa); rc != 0)
-		return fail(rc, "ibv_query_port");
-	attr_ = port_attr{};
-	attr_.link = pa.link_layer == IBV_LINK_LAYER_ETHERNET ? link_layer::ethernet : link_layer::infiniband;
-	attr_.grh_required = attr_.link == link_layer::ethernet || (pa.flags & IBV_QPF_GRH_REQUIRED);
-	attr_.max_ah = uint32_t(da.max_ah);
-	max_sge_ = da.max_sge > 0 ? uint32_t(da.max_sge) : 1;
-	attr_.active_mtu = mtu_bytes(pa.active_mtu);
-	attr_.lid = pa.lid;
-	attr_.numa_node = SOCKET_ID_ANY;
-	if (ctx_->device != nullptr) {
-		char path[512];
-		snprintf(path, sizeof(path), "%s/device/numa_node", ctx_->device->ibdev_path);
-		if (FILE *f = fopen(path, "r")) {
-			int node = -1;
-			if (fscanf(f, "%d", &node) == 1 && node >= 0)
-				attr_.numa_node = node;
-			fclose(f);
-		}
+	/* Port facts, GID table, NUMA node: drivers/common/ibv's answers. */
+	ibv::port_facts f;
+	if (int e = ibv::query_port(ctx_, port, cfg.max_ah, ibv::numa_node(ctx_->device, nullptr, nullptr), &f,
+				    &err_);
+	    e != 0) {
+		close();
+		return e;
 	}
-	uint16_t pkey = 0xffff;
-	if (ibv_query_pkey(ctx_, cfg.port_num, 0, &pkey) == 0)
-		attr_.pkey = be16toh(pkey);
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		ibv_gid g{};
-		if (ibv_query_gid(ctx_, cfg.port_num, i, &g) != 0)
-			break;
-		wire::gid w;
-		memcpy(w.raw, g.raw, 16);
-		attr_.gids.push_back(w);
-	}
+	attr_ = std::move(f.attr);
+	max_sge_ = f.dev.max_sge > 0 ? uint32_t(f.dev.max_sge) : 1;
 
 	pd_ = ibv_alloc_pd(ctx_);
 	if (pd_ == nullptr)
@@ -178,28 +139,10 @@ int mlx5_device::open(const mlx5_config &cfg)
 	if (mp_ == nullptr)
 		return fail(rte_errno ? rte_errno : ENOMEM, "mempool");
 	/* One MR per memory chunk of the pool (ibv_reg_mr(3)). */
-	struct reg_ctx {
-		mlx5_device *d;
-		int err;
-	} rc{this, 0};
-	rte_mempool_mem_iter(
-		mp_,
-		[](rte_mempool *, void *opaque, rte_mempool_memhdr *mh, unsigned) {
-			auto *x = static_cast<reg_ctx *>(opaque);
-			if (x->err != 0)
-				return;
-			ibv_mr *mr = ibv_reg_mr(x->d->pd_, mh->addr, mh->len, IBV_ACCESS_LOCAL_WRITE);
-			if (mr == nullptr) {
-				x->err = errno ? errno : ENOMEM;
-				return;
-			}
-			x->d->mrs_.push_back(mr);
-			if (x->d->mr_tab_.add(uintptr_t(mh->addr), mh->len, mr->lkey) != 0)
-				x->err = ENOSPC;
-		},
-		&rc);
-	if (rc.err != 0)
-		return fail(rc.err, "ibv_reg_mr over the mempool");
+	if (int e = ibv::register_mempool(pd_, mp_, &mrs_, &mr_tab_, &err_); e != 0) {
+		close();
+		return e;
+	}
 
 	if (int e = setup_qp(); e != 0)
 		return e;

@@ -121,7 +121,7 @@ private:
 	rings rings_{};
 	rte_mempool *mp_ = nullptr;
 	std::vector<ibv_mr *> mrs_;
-	mr_table mr_tab_;
+	ibv::lkey_map mr_tab_;
 	ah_table<mlx5_av> ahs_;
 	std::vector<ibv_ah *> ah_of_slot_; /* provider AH behind a slot, or null */
 	std::string err_;

@@ -15,7 +15,7 @@
 
 namespace rdgram::mlx5 {
 
-int mlx5_queue::attach(const rings &r, const queue_config &c, rte_mempool *mp, const mr_table &mrs,
+int mlx5_queue::attach(const rings &r, const queue_config &c, rte_mempool *mp, const ibv::lkey_map &mrs,
 		       const ah_table<mlx5_av> *ahs)
 {
 	detach();

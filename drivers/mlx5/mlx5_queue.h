@@ -21,6 +21,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include "ibv_lkey_map.h"
 #include "mlx5_av.h"
 #include "mlx5_ring.h"
 #include "mlx5_tx_writers.h"
@@ -69,60 +70,6 @@ struct mlx5_counters {
 		f("rx_wqe_mismatch", "responder CQE wqe_counter differs from the RQ tail", rx_wqe_mismatch);
 		f("rx_grh_unparsed", "GRH area of unknown layout: GIDs left zero", rx_grh_unparsed);
 	}
-};
-
-/*
- * Memory regions of the mempools the queue sends from and receives into:
- * [start, end) -> lkey, one per mempool memory chunk (ibv_reg_mr on
- * hardware). Lookup checks the last hit first: mbufs of one pool are
- * usually in one chunk.
- * (NOT multi-thread safe: one per queue.)
- */
-class mr_table {
-public:
-	static constexpr unsigned max_regions = 64;
-	int add(uintptr_t start, size_t len, uint32_t lkey)
-	{
-		if (n_ == max_regions)
-			return ENOSPC;
-		r_[n_++] = region{start, start + len, lkey};
-		return 0;
-	}
-	void clear() { n_ = last_ = 0; }
-	/* The region of the last successful lookup (false if none yet). */
-	bool last_region(uintptr_t *start, uintptr_t *end, uint32_t *lkey) const
-	{
-		if (last_ >= n_)
-			return false;
-		*start = r_[last_].start;
-		*end = r_[last_].end;
-		*lkey = r_[last_].lkey;
-		return true;
-	}
-	unsigned size() const { return n_; }
-	/* The lkey covering [a, a + len), or false. */
-	bool lookup(uintptr_t a, uint32_t len, uint32_t *lkey)
-	{
-		if (likely(last_ < n_ && a >= r_[last_].start && a + len <= r_[last_].end)) {
-			*lkey = r_[last_].lkey;
-			return true;
-		}
-		for (unsigned i = 0; i < n_; i++)
-			if (a >= r_[i].start && a + len <= r_[i].end) {
-				last_ = i;
-				*lkey = r_[i].lkey;
-				return true;
-			}
-		return false;
-	}
-
-private:
-	struct region {
-		uintptr_t start, end;
-		uint32_t lkey;
-	};
-	region r_[max_regions]{};
-	unsigned n_ = 0, last_ = 0;
 };
 
 /* Per-queue settings (setup). */
@@ -247,7 +194,7 @@ public:
 	 * doorbell register, an inline limit or a max_send_sge (0, or above
 	 * max_send_sge_limit) whose WQE DS cannot express, a signal interval
 	 * that could let an all-unsignalled window fill the SQ), ENOMEM. */
-	int attach(const rings &r, const queue_config &c, rte_mempool *mp, const mr_table &mrs,
+	int attach(const rings &r, const queue_config &c, rte_mempool *mp, const ibv::lkey_map &mrs,
 		   const ah_table<mlx5_av> *ahs);
 
 	/* Frees every mbuf the rings still hold (after the QP is destroyed or
@@ -361,7 +308,7 @@ private:
 	/* Read per burst, written at attach only. */
 	rings r_{};
 	queue_config c_{};
-	mr_table mrs_;
+	ibv::lkey_map mrs_; /* drivers/common/ibv */
 	rte_mempool *mp_ = nullptr;
 };
 

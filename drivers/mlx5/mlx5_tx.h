@@ -579,7 +579,7 @@ run_result mlx5_queue::mbuf_run(const tx_state &t, const wqe_head &h, send_wr *w
 {
 	uintptr_t start, stop;
 	uint32_t lkey;
-	if (!mrs_.last_region(&start, &stop, &lkey))
+	if (!mrs_.last_range(&start, &stop, &lkey))
 		return {0, nullptr, 0};
 	alignas(64) uint8_t blk[wqe_bb];
 	run_args a = start_run(t, h, wr, end, pi, bbs, ds, blocks, blk);

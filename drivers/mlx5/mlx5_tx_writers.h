@@ -29,6 +29,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ibv_lkey_map.h"
 #include "mlx5_ring.h"
 #include "rdgram/cpu_isa.h"
 #include "rdgram/ud.h"
@@ -347,7 +348,7 @@ struct mbuf_writer {
 		const uintptr_t addr = rte_pktmbuf_mtod(m, uintptr_t);
 		const uint32_t len = m->data_len;
 		/* len - 1 < mtu: 1 <= len <= mtu in one compare. */
-		return m->nb_segs == 1 && len - 1 < mtu && addr >= mr_start && addr + len <= mr_end;
+		return m->nb_segs == 1 && len - 1 < mtu && ibv::lkey_map::inside(mr_start, mr_end, addr, len);
 	}
 	__rte_always_inline uint32_t write(uint8_t *ctrl, const send_wr *wr, uint32_t pi) const
 	{

@@ -91,7 +91,7 @@ struct verbs_queue_parts {
 	uint32_t qkey = 0;
 	const verbs_ops *ops = &ibv_ops;
 	ah_table<verbs_av>::view ahs{};
-	mr_map mrs{};                    /* every pool the queue sends from or receives into */
+	lkey_map mrs{};                    /* every pool the queue sends from or receives into */
 	rte_mempool *rx_pool = nullptr;  /* receive buffers; also copies of large inline sends */
 	bool ethernet = true;            /* RoCE: parse RoCEv2 GRH areas */
 	uint32_t sq_depth = 0, rq_depth = 0; /* as the QP was created (cap) */

@@ -7,96 +7,17 @@
 #include <cstdio>
 #include <cstring>
 
-#include <endian.h>
-#include <hwloc/openfabrics-verbs.h>
-
+#include "ibv_device.h"
 #include "rdgram/log.h"
 
 namespace rdgram::verbs {
 
-namespace {
-
-/* The first active port of an open device, or 0. */
-uint8_t first_active_port(ibv_context *ctx, uint8_t want)
-{
-	ibv_device_attr da{};
-	if (ibv_query_device(ctx, &da) != 0)
-		return 0;
-	for (unsigned p = 1; p <= da.phys_port_cnt; p++) {
-		if (want != 0 && p != want)
-			continue;
-		ibv_port_attr pa{};
-		if (ibv_query_port(ctx, uint8_t(p), &pa) == 0 && pa.state == IBV_PORT_ACTIVE)
-			return uint8_t(p);
-	}
-	return 0;
-}
-
-/* /sys/class/infiniband/<dev>/device/numa_node, or -1. */
-int sysfs_numa_node(const char *dev)
-{
-	char path[256];
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/device/numa_node", dev);
-	FILE *f = fopen(path, "r");
-	if (f == nullptr)
-		return -1;
-	int n = -1;
-	if (fscanf(f, "%d", &n) != 1)
-		n = -1;
-	fclose(f);
-	return n;
-}
-
-/* Opens the device named want (any when empty) with an active port (port
- * want_port, any when 0). */
-ibv_context *open_matching(const std::string &want, uint8_t want_port, uint8_t *port,
-			   ibv_device **which, std::string *why)
-{
-	int n = 0;
-	ibv_device **list = ibv_get_device_list(&n);
-	if (list == nullptr) {
-		*why = std::string("no RDMA device (ibv_get_device_list: ") + strerror(errno) + ")";
-		return nullptr;
-	}
-	ibv_context *found = nullptr;
-	bool named = false;
-	for (int i = 0; i < n && found == nullptr; i++) {
-		if (!want.empty() && want != ibv_get_device_name(list[i]))
-			continue;
-		named = true;
-		ibv_context *ctx = ibv_open_device(list[i]);
-		if (ctx == nullptr)
-			continue;
-		uint8_t p = first_active_port(ctx, want_port);
-		if (p != 0) {
-			found = ctx;
-			*port = p;
-			if (which != nullptr)
-				*which = list[i];
-		} else {
-			ibv_close_device(ctx);
-		}
-	}
-	if (found == nullptr) {
-		if (n == 0)
-			*why = "no RDMA device (ibv_get_device_list found none)";
-		else if (!want.empty() && !named)
-			*why = "no RDMA device named " + want;
-		else
-			*why = "no RDMA device with an active port";
-	}
-	/* ibv_open_device holds its own reference to the device. */
-	ibv_free_device_list(list);
-	if (which != nullptr && found == nullptr)
-		*which = nullptr;
-	return found;
-}
-
-} // namespace
-
 bool find_active_port(const std::string &want, std::string *name, uint8_t *port, std::string *why)
 {
-	ibv_context *ctx = open_matching(want, 0, port, nullptr, why);
+	ibv::device_match m;
+	m.name = want;
+	int err = 0;
+	ibv_context *ctx = ibv::open_device(m, port, &err, why);
 	if (ctx == nullptr)
 		return false;
 	*name = ibv_get_device_name(ctx->device);
@@ -106,76 +27,13 @@ bool find_active_port(const std::string &want, std::string *name, uint8_t *port,
 
 verbs_device::~verbs_device() { close(); }
 
-void verbs_device::locate(ibv_device *dev)
+int verbs_device::query_port(int numa)
 {
-	int node = sysfs_numa_node(ibv_get_device_name(dev));
-	cpus_.clear();
-	if (cfg_.topology != nullptr) {
-		hwloc_bitmap_t set = hwloc_bitmap_alloc();
-		if (set != nullptr && hwloc_ibv_get_device_cpuset(cfg_.topology, dev, set) == 0) {
-			unsigned cpu;
-			hwloc_bitmap_foreach_begin(cpu, set) cpus_.push_back(cpu);
-			hwloc_bitmap_foreach_end();
-			/* No node in sysfs (-1: none reported): the NUMA node
-			 * whose CPUs include the device's local CPUs. */
-			if (node < 0) {
-				hwloc_obj_t o = nullptr;
-				while ((o = hwloc_get_next_obj_by_type(cfg_.topology, HWLOC_OBJ_NUMANODE, o)) !=
-				       nullptr)
-					if (o->cpuset != nullptr && hwloc_bitmap_isincluded(set, o->cpuset)) {
-						node = int(o->os_index);
-						break;
-					}
-			}
-		}
-		if (set != nullptr)
-			hwloc_bitmap_free(set);
-	}
-	attr_.numa_node = node < 0 ? 0 : node;
-}
-
-int verbs_device::query_port()
-{
-	ibv_device_attr da{};
-	if (int e = ibv_query_device(ctx_, &da); e != 0) {
-		err_ = std::string("ibv_query_device: ") + strerror(e);
+	ibv::port_facts f;
+	if (int e = ibv::query_port(ctx_, port_, cfg_.max_ah, numa, &f, &err_); e != 0)
 		return e;
-	}
-	port_query q;
-	q.port_num = port_;
-	if (int e = ibv_query_port(ctx_, port_, &q.pa); e != 0) {
-		err_ = std::string("ibv_query_port: ") + strerror(e);
-		return e;
-	}
-	q.dev_max_ah = da.max_ah;
-	q.table_cap = cfg_.max_ah;
-	__be16 pk = 0xffff;
-	/* P_Key table entry 0 (the QPs use pkey_index 0). */
-	if (ibv_query_pkey(ctx_, port_, 0, &pk) == 0)
-		q.pkey0 = be16toh(pk);
-	q.numa_node = attr_.numa_node;
-
-	/* The whole table at once: every valid entry of every port, with its
-	 * type (ibv_query_gid_table(3), rdma-core >= 31). */
-	size_t cap = size_t(q.pa.gid_tbl_len > 0 ? q.pa.gid_tbl_len : 1) * da.phys_port_cnt;
-	std::vector<ibv_gid_entry> ents(cap);
-	ssize_t got = ibv_query_gid_table(ctx_, ents.data(), ents.size(), 0);
-	if (got < 0) {
-		/* Older kernels: one entry at a time (ibv_query_gid_ex(3)); an
-		 * empty index fails with ENODATA. */
-		got = 0;
-		for (int i = 0; i < q.pa.gid_tbl_len; i++) {
-			ibv_gid_entry e{};
-			if (ibv_query_gid_ex(ctx_, port_, uint32_t(i), &e, 0) == 0)
-				ents[size_t(got++)] = e;
-		}
-	}
-	q.gids = ents.data();
-	q.ngids = size_t(got);
-	if (int e = translate_port(q, &attr_, &kinds_); e != 0) {
-		err_ = "port reports an active MTU that is not an IB MTU";
-		return e;
-	}
+	attr_ = std::move(f.attr);
+	kinds_ = std::move(f.kinds);
 	return 0;
 }
 
@@ -187,13 +45,16 @@ int verbs_device::open(const verbs_config &cfg)
 		err_ = "max_ah must be at least 1";
 		return EINVAL;
 	}
-	ibv_device *dev = nullptr;
-	ctx_ = open_matching(cfg.device, cfg.port_num, &port_, &dev, &err_);
+	ibv::device_match m;
+	m.name = cfg.device;
+	m.port = cfg.port_num;
+	int err = 0;
+	ctx_ = ibv::open_device(m, &port_, &err, &err_);
 	if (ctx_ == nullptr)
-		return ENODEV;
+		return err;
 	name_ = ibv_get_device_name(ctx_->device);
-	locate(ctx_->device);
-	if (int e = query_port(); e != 0) {
+	const int numa = ibv::numa_node(ctx_->device, cfg.topology, &cpus_);
+	if (int e = query_port(numa); e != 0) {
 		close();
 		return e;
 	}
@@ -235,7 +96,7 @@ void verbs_device::close()
 		for (ibv_mr *mr : p.mrs)
 			ibv_dereg_mr(mr);
 	pools_.clear();
-	mrs_ = mr_map{};
+	mrs_ = lkey_map{};
 	if (pd_ != nullptr) {
 		ibv_dealloc_pd(pd_);
 		pd_ = nullptr;
@@ -304,29 +165,6 @@ void verbs_device::reclaim()
 	}
 }
 
-namespace {
-struct reg_ctx {
-	ibv_pd *pd;
-	std::vector<ibv_mr *> *mrs;
-	mr_map *map;
-	int err;
-};
-void reg_chunk(rte_mempool *, void *opaque, rte_mempool_memhdr *h, unsigned)
-{
-	auto *c = static_cast<reg_ctx *>(opaque);
-	if (c->err != 0)
-		return;
-	ibv_mr *mr = ibv_reg_mr(c->pd, h->addr, h->len, IBV_ACCESS_LOCAL_WRITE);
-	if (mr == nullptr) {
-		c->err = errno != 0 ? errno : ENOMEM;
-		return;
-	}
-	c->mrs->push_back(mr);
-	if (int e = c->map->add(reinterpret_cast<uintptr_t>(h->addr), h->len, mr->lkey); e != 0)
-		c->err = e;
-}
-} // namespace
-
 int verbs_device::register_mempool(rte_mempool *mp)
 {
 	if (pd_ == nullptr || mp == nullptr)
@@ -334,17 +172,11 @@ int verbs_device::register_mempool(rte_mempool *mp)
 	for (const auto &p : pools_)
 		if (p.mp == mp)
 			return 0;
+	/* All or nothing (drivers/common/ibv): on failure mrs_ is as it
+	 * was and no MR is left behind. */
 	pool_mrs pm{mp, {}};
-	mr_map map = mrs_;
-	reg_ctx c{pd_, &pm.mrs, &map, 0};
-	rte_mempool_mem_iter(mp, reg_chunk, &c);
-	if (c.err != 0) {
-		for (ibv_mr *mr : pm.mrs)
-			ibv_dereg_mr(mr);
-		err_ = std::string("registering mempool ") + mp->name + ": " + strerror(c.err);
-		return c.err;
-	}
-	mrs_ = map;
+	if (int e = ibv::register_mempool(pd_, mp, &pm.mrs, &mrs_, &err_); e != 0)
+		return e;
 	pools_.push_back(std::move(pm));
 	return 0;
 }

@@ -123,8 +123,7 @@ public:
 	uint64_t ah_destroy_errors() const { return destroy_errors_; }
 
 private:
-	int query_port();
-	void locate(ibv_device *dev);
+	int query_port(int numa);
 
 	struct retired {
 		ibv_ah *ah;
@@ -147,7 +146,7 @@ private:
 	std::vector<ibv_ah *> live_;   /* per slot, the control thread's own record */
 	std::deque<retired> retired_;
 	std::vector<pool_mrs> pools_;
-	mr_map mrs_;
+	lkey_map mrs_;
 	uint64_t destroy_errors_ = 0;
 	std::string err_;
 };

@@ -4,10 +4,8 @@
  * drivers/verbs: the decisions the verbs driver makes, apart from the verbs
  * calls that carry them out, so they can be tested on a machine without an
  * RDMA device (tests/unit/test_verbs_logic.cc):
- *   - port facts: ibv_port_attr + the GID table (ibv_query_gid_table) into
- *     rdgram's port_attr;
- *   - the lkey of a buffer from the memory regions registered per mempool
- *     chunk;
+ *   (the port facts and the lkey map, which mlx5 and EFA share, are in
+ *   drivers/common/ibv: ibv_port.h, ibv_lkey_map.h)
  *   - the send ring: which mbufs a signalled completion releases;
  *   - one burst of send_wr as a chained ibv_send_wr list (postlist), with
  *     selective signalling, inline data when it fits, immediate data;
@@ -27,6 +25,8 @@
 #include <rte_branch_prediction.h>
 #include <rte_mbuf.h>
 
+#include "ibv_lkey_map.h"
+#include "ibv_port.h"
 #include "rdgram/ah_from_wc.h"
 #include "rdgram/device.h"
 #include "rdgram/stats.h"
@@ -35,167 +35,8 @@
 
 namespace rdgram::verbs {
 
-/* ---------------------------------------------------------------- port */
-
-/* ibv_mtu to bytes (IBA 7.7.9: 256 << (enum - 1)); 0 for a value outside
- * IBV_MTU_256..IBV_MTU_4096. */
-constexpr uint32_t mtu_bytes(int m)
-{
-	return (m >= IBV_MTU_256 && m <= IBV_MTU_4096) ? 128u << m : 0;
-}
-
-/* Type of a GID table entry (ibv_gid_entry.gid_type), plus "no entry". */
-enum class gid_kind : uint8_t { none, ib, roce_v1, roce_v2 };
-
-inline gid_kind gid_kind_of(uint32_t t)
-{
-	switch (t) {
-	case IBV_GID_TYPE_IB:
-		return gid_kind::ib;
-	case IBV_GID_TYPE_ROCE_V1:
-		return gid_kind::roce_v1;
-	case IBV_GID_TYPE_ROCE_V2:
-		return gid_kind::roce_v2;
-	default:
-		return gid_kind::none;
-	}
-}
-
-/* What ibv_query_port, ibv_query_device, ibv_query_pkey and the GID table
- * said about one port. */
-struct port_query {
-	ibv_port_attr pa{};
-	uint8_t port_num = 1;       /* the physical port these facts are for */
-	int dev_max_ah = 0;         /* ibv_device_attr.max_ah (<= 0: no limit given) */
-	uint32_t table_cap = 65536; /* rdgram's AH table size */
-	uint16_t pkey0 = 0xffff;    /* P_Key table entry 0, host order */
-	int numa_node = 0;
-	const ibv_gid_entry *gids = nullptr; /* ibv_query_gid_table's entries */
-	size_t ngids = 0;
-};
-
-/*
- * Translates a port query into port_attr, and every GID's type into kinds
- * (kinds[i] for sgid_index i; none for an empty index). (Any thread.)
- *
- * port_attr.gids holds the GIDs a rdgram AH may use as its source: RoCEv2
- * entries on an Ethernet port, IB entries on an InfiniBand port, every
- * other index zero. The AH layer (ah_from_wc.h's gid_index) keys GIDs by
- * value and assumes one type per port; mlx5 lists each address twice on
- * RoCE (RoCEv1 and RoCEv2, adjacent indices), and a lookup by value would
- * otherwise return the RoCEv1 index, whose replies the peer does not speak
- * (rdgram has no RoCEv1). The full typed table stays in kinds.
- *
- * GRH: required on an Ethernet port (RoCE has no LRH: the AH must carry
- * the GRH), or when the port reports IBV_QPF_GRH_REQUIRED (ibv_query_port(3):
- * "the port requires GRH for all AHs"). max_ah: the device's, capped by
- * rdgram's table. Returns 0, or EINVAL when the MTU is not an IB MTU.
- */
-inline int translate_port(const port_query &q, port_attr *out, std::vector<gid_kind> *kinds)
-{
-	const bool eth = q.pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-	out->link = eth ? link_layer::ethernet : link_layer::infiniband;
-	out->grh_required = eth || (q.pa.flags & IBV_QPF_GRH_REQUIRED) != 0;
-	out->active_mtu = mtu_bytes(q.pa.active_mtu);
-	if (out->active_mtu == 0)
-		return EINVAL;
-	out->max_ah = (q.dev_max_ah > 0 && uint32_t(q.dev_max_ah) < q.table_cap) ? uint32_t(q.dev_max_ah)
-										: q.table_cap;
-	out->pkey = q.pkey0;
-	out->lid = eth ? 0 : q.pa.lid;
-	out->numa_node = q.numa_node;
-
-	size_t len = q.pa.gid_tbl_len > 0 ? size_t(q.pa.gid_tbl_len) : 0;
-	for (size_t i = 0; i < q.ngids; i++)
-		if (q.gids[i].port_num == q.port_num && q.gids[i].gid_index >= len)
-			len = q.gids[i].gid_index + 1;
-	out->gids.assign(len, wire::gid{});
-	kinds->assign(len, gid_kind::none);
-	const gid_kind usable = eth ? gid_kind::roce_v2 : gid_kind::ib;
-	for (size_t i = 0; i < q.ngids; i++) {
-		const ibv_gid_entry &e = q.gids[i];
-		if (e.port_num != q.port_num)
-			continue;
-		const gid_kind k = gid_kind_of(e.gid_type);
-		(*kinds)[e.gid_index] = k;
-		if (k == usable)
-			memcpy(out->gids[e.gid_index].raw, e.gid.raw, 16);
-	}
-	return 0;
-}
-
-/* ----------------------------------------------------- memory regions */
-
-/*
- * lkeys of registered memory, one entry per registered range (a mempool
- * chunk: rte_mempool_mem_iter, one ibv_reg_mr each). Sorted by address; the
- * lookup tries the last hit first (a burst's mbufs come from one chunk),
- * then searches: no syscall, no allocation.
- * (NOT multi-thread safe: each queue holds its own copy.)
- */
-class mr_map {
-public:
-	static constexpr unsigned max_chunks = 64;
-
-	/* Adds [start, start + len) with its lkey. 0; EINVAL (empty range);
-	 * EEXIST (overlaps a range already added); ENOSPC (table full). */
-	int add(uintptr_t start, size_t len, uint32_t lkey)
-	{
-		if (len == 0 || start + len < start)
-			return EINVAL;
-		const uintptr_t end = start + len;
-		unsigned pos = 0;
-		while (pos < n_ && c_[pos].start < start)
-			pos++;
-		if ((pos > 0 && c_[pos - 1].end > start) || (pos < n_ && c_[pos].start < end))
-			return EEXIST;
-		if (n_ == max_chunks)
-			return ENOSPC;
-		memmove(&c_[pos + 1], &c_[pos], (n_ - pos) * sizeof(c_[0]));
-		c_[pos] = chunk{start, end, lkey};
-		n_++;
-		last_ = 0;
-		return 0;
-	}
-	/* true and *lkey when [p, p + len) lies inside one registered range.
-	 * (Data path.) */
-	bool lookup(const void *p, uint32_t len, uint32_t *lkey)
-	{
-		const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-		if (likely(last_ < n_ && inside(c_[last_], a, len))) {
-			*lkey = c_[last_].lkey;
-			return true;
-		}
-		/* The last range starting at or below a. */
-		unsigned lo = 0, hi = n_;
-		while (lo < hi) {
-			unsigned mid = (lo + hi) / 2;
-			if (c_[mid].start <= a)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo == 0 || !inside(c_[lo - 1], a, len))
-			return false;
-		last_ = lo - 1;
-		*lkey = c_[last_].lkey;
-		return true;
-	}
-	unsigned size() const { return n_; }
-
-private:
-	struct chunk {
-		uintptr_t start, end;
-		uint32_t lkey;
-	};
-	static bool inside(const chunk &c, uintptr_t a, uint32_t len)
-	{
-		return a >= c.start && a <= c.end && c.end - a >= len;
-	}
-	chunk c_[max_chunks]{};
-	unsigned n_ = 0;
-	unsigned last_ = 0;
-};
+using ibv::gid_kind;
+using ibv::lkey_map;
 
 /* ----------------------------------------------------------- send ring */
 
@@ -432,7 +273,7 @@ struct tx_chain {
  */
 template <class AhOf, class Alloc>
 inline void build_send_chain(const send_wr *wrs, unsigned n, const tx_params &p, uint32_t &since,
-			     tx_ring &ring, mr_map &mrs, AhOf &&ah_of, Alloc &&alloc, tx_chain &c)
+			     tx_ring &ring, lkey_map &mrs, AhOf &&ah_of, Alloc &&alloc, tx_chain &c)
 {
 	c.n = 0;
 	c.ndrops = 0;
@@ -596,7 +437,7 @@ inline unsigned settle_send_chain(tx_chain &c, unsigned posted, uint32_t &since,
  * registered memory (the caller frees ms[ret..n)).
  * (Any thread: touches only its arguments.)
  */
-inline unsigned build_recv_chain(rte_mbuf *const *ms, unsigned n, mr_map &mrs, ibv_recv_wr *wr,
+inline unsigned build_recv_chain(rte_mbuf *const *ms, unsigned n, lkey_map &mrs, ibv_recv_wr *wr,
 				 ibv_sge *sge)
 {
 	unsigned k = 0;

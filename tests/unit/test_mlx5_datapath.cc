@@ -39,7 +39,7 @@ constexpr uint32_t lkey_base = 0x5a000;
 struct rig {
 	mlx5_model model;
 	rte_mempool *mp = nullptr;
-	mr_table mrs;
+	ibv::lkey_map mrs;
 	ah_table<mlx5_av> ahs;
 	mlx5_queue q;
 	queue_config qc;
@@ -1045,7 +1045,7 @@ std::vector<uint8_t> chain_bytes(const rte_mbuf *m)
  * datagram, then one mlx5dv_set_data_seg per non-empty segment (empty
  * SGEs get none), each with the lkey of the region covering it. */
 std::vector<uint8_t> expected_chain_wqe(uint32_t pi, uint32_t qpn, const send_wr &wr, const mlx5_av &av,
-					uint32_t qkey, uint8_t fm_ce_se, mr_table &mrs)
+					uint32_t qkey, uint8_t fm_ce_se, ibv::lkey_map &mrs)
 {
 	std::vector<mlx5_wqe_data_seg> segs;
 	for (const rte_mbuf *m = wr.mbuf; m != nullptr; m = m->next) {

@@ -24,6 +24,7 @@
 
 using namespace rdgram;
 using namespace rdgram::verbs;
+using namespace rdgram::ibv;
 
 namespace {
 
@@ -76,10 +77,10 @@ struct pool_guard {
 };
 
 /* Registers a pool's chunks in map with made-up lkeys 0x1000 + i. */
-void add_pool(mr_map &map, rte_mempool *mp)
+void add_pool(lkey_map &map, rte_mempool *mp)
 {
 	struct arg {
-		mr_map *m;
+		lkey_map *m;
 		unsigned i;
 	} a{&map, 0};
 	rte_mempool_mem_iter(
@@ -203,7 +204,7 @@ TEST(VerbsPort, InfinibandFlagsLidMaxAhAndBadMtu)
 
 TEST(VerbsMr, LookupByRange)
 {
-	mr_map m;
+	lkey_map m;
 	EXPECT_EQ(m.add(0x30000, 0x1000, 3), 0);
 	EXPECT_EQ(m.add(0x10000, 0x1000, 1), 0);
 	EXPECT_EQ(m.add(0x20000, 0x1000, 2), 0);
@@ -228,14 +229,14 @@ TEST(VerbsMr, LookupByRange)
 
 TEST(VerbsMr, ManyChunksAndFull)
 {
-	mr_map m;
+	lkey_map m;
 	/* Inserted in a scrambled order. */
-	for (unsigned i = 0; i < mr_map::max_chunks; i++) {
-		unsigned j = (i * 37) % mr_map::max_chunks;
+	for (unsigned i = 0; i < lkey_map::max_chunks; i++) {
+		unsigned j = (i * 37) % lkey_map::max_chunks;
 		ASSERT_EQ(m.add(0x100000 + uintptr_t(j) * 0x2000, 0x1000, 100 + j), 0);
 	}
 	EXPECT_EQ(m.add(0x900000, 0x1000, 1), ENOSPC);
-	for (unsigned j = 0; j < mr_map::max_chunks; j++) {
+	for (unsigned j = 0; j < lkey_map::max_chunks; j++) {
 		uint32_t k = 0;
 		ASSERT_TRUE(m.lookup(reinterpret_cast<void *>(0x100000 + uintptr_t(j) * 0x2000 + 0x800), 0x800, &k));
 		EXPECT_EQ(k, 100 + j);
@@ -316,7 +317,7 @@ TEST(VerbsTxRing, WrapsAroundAndRollsBack)
 namespace {
 struct chain_fixture {
 	pool_guard pool{"vchain"};
-	mr_map mrs;
+	lkey_map mrs;
 	tx_ring ring;
 	tx_params p;
 	ibv_ah ahs[2]{};
@@ -439,7 +440,7 @@ TEST(VerbsChain, DropsAndRefusedPostGoBackToTheCaller)
 	rte_mbuf *seg2 = f.mbuf_of(10, 3);
 	seg2->nb_segs = 2; /* chained: bad_mbuf */
 	rte_mbuf *foreign = f.mbuf_of(500, 4);
-	mr_map empty; /* second pass: nothing registered */
+	lkey_map empty; /* second pass: nothing registered */
 	std::vector<send_wr> w = {
 		{ah_handle{5, 1}, 1, 1, f.mbuf_of(8, 0), nullptr, 0, 0, 0},      /* 0 stale */
 		{ah_handle{0, 1}, 1, 1, f.mbuf_of(1100, 0), nullptr, 0, 0, 0},   /* 1 > MTU */
@@ -510,7 +511,7 @@ TEST(VerbsChain, DropsAndRefusedPostGoBackToTheCaller)
 TEST(VerbsRecv, ChainCoversTheWholeDataRoom)
 {
 	pool_guard pool("vrecv");
-	mr_map mrs;
+	lkey_map mrs;
 	add_pool(mrs, pool.mp);
 	rte_mbuf *ms[8];
 	ASSERT_EQ(rte_pktmbuf_alloc_bulk(pool.mp, ms, 8), 0);
@@ -525,7 +526,7 @@ TEST(VerbsRecv, ChainCoversTheWholeDataRoom)
 		EXPECT_EQ(sge[k].length, 2048u); /* GRH area + up to 2008 bytes */
 		EXPECT_GE(sge[k].lkey, 0x1000u);
 	}
-	mr_map none;
+	lkey_map none;
 	EXPECT_EQ(build_recv_chain(ms, 8, none, wr, sge), 0u);
 	rte_pktmbuf_free_bulk(ms, 8);
 }

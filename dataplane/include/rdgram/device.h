@@ -28,7 +28,7 @@ struct port_attr {
 	uint32_t active_mtu = 0;  /* bytes: largest UD payload */
 	uint16_t pkey = 0xffff;   /* P_Key table entry 0 */
 	uint16_t lid = 0;
-	int numa_node = 0;
+	int numa_node = 0;       /* the device's; SOCKET_ID_ANY (-1) when unknown (drivers/common/ibv) */
 	std::vector<wire::gid> gids; /* index = sgid_index */
 };
 
