@@ -558,6 +558,7 @@ int main(int argc, char **argv)
 		sx.hooks = &srv_hooks;
 		cx.hooks = &cli_hooks;
 		status_printer stline{&c, nullptr, {}};
+		double line_ns_before = -1, line_ns_after = -1; /* loopback: line_probe */
 		bool status_on = false;
 		/* After the endpoints are open: exposes them, starts the status line. */
 		auto expose = [&](std::vector<endpoint *> eps) {
@@ -629,9 +630,23 @@ int main(int argc, char **argv)
 				       c.server.address.is_v4_mapped() ? "IPv4" : "IPv6", srv.where.lcore,
 				       srv.where.cpu, cli.where.lcore, cli.where.cpu);
 			fflush(stdout); /* before the status lines (stderr) */
+			/* The two CPUs' cache-line round trip, before and after
+			 * the tests (a few ms each; at most 1 s). */
+			auto probe = [&] {
+				line_probe lp;
+				lp.deadline = rte_rdtsc() + rte_get_tsc_hz();
+				launch_on_lcore(line_probe::echo, &lp, srv.where.lcore);
+				const double ns = lp.run();
+				wait_on_lcore(srv.where.lcore);
+				return ns;
+			};
+			if (!c.json)
+				line_ns_before = probe();
 			launch_on_lcore(server_main, &sx, srv.where.lcore);
 			client_main(&cx);
 			wait_on_lcore(srv.where.lcore);
+			if (!c.json)
+				line_ns_after = probe();
 		} else {
 			endpoint &me = c.mode == "server" ? srv : cli;
 			/* --oob: the peer's address, QPN and MAC from it instead
@@ -682,7 +697,8 @@ int main(int argc, char **argv)
 					print_bw_table(stdout, cx.bw);
 				if (!cx.bw.empty() && c.mode == "loopback")
 					print_bw_limits(stdout, cx.bw_cpu, cli.where.cpu, srv.where.cpu,
-							(unsigned long)cli.q.counters().tx_port_full);
+							(unsigned long)cli.q.counters().tx_port_full, line_ns_before,
+							line_ns_after);
 			}
 			for (const auto &r : cx.lat)
 				if (r.lost != 0)

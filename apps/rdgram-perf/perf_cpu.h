@@ -16,10 +16,15 @@
 #ifndef RDGRAM_PERF_CPU_H
 #define RDGRAM_PERF_CPU_H
 
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <pthread.h>
+
+#include <rte_cycles.h>
 
 namespace rdgram::perf {
 
@@ -74,6 +79,50 @@ struct cpu_meter {
 	}
 };
 
+/* A cache line's round trip between two poll lcores: the one thing every
+ * loopback message pays for, since its mbuf and frame are written on one
+ * CPU and read on the other. On a VM it depends on where the host runs
+ * the two vCPUs (sharing a last-level cache or not) and can change from
+ * one second to the next. run() on one lcore, echo() on the other at the
+ * same time; blocks of round trips, the median block's time per round
+ * trip. Both give up at the deadline (TSC). Spins without rte_pause: a
+ * pause would be part of what it measures. */
+struct line_probe {
+	static constexpr unsigned blocks = 21, per_block = 500;
+	alignas(64) std::atomic<uint64_t> v{0};
+	uint64_t deadline = 0;
+
+	static int echo(void *arg)
+	{
+		auto *p = static_cast<line_probe *>(arg);
+		for (uint64_t i = 1; i < 2ull * blocks * per_block; i += 2) {
+			while (p->v.load(std::memory_order_acquire) != i)
+				if (rte_rdtsc() > p->deadline)
+					return 0;
+			p->v.store(i + 1, std::memory_order_release);
+		}
+		return 0;
+	}
+	/* ns per round trip (median block), or -1 at the deadline. */
+	double run()
+	{
+		double t[blocks];
+		uint64_t x = 0;
+		for (unsigned b = 0; b < blocks; b++) {
+			const uint64_t t0 = rte_rdtsc();
+			for (unsigned k = 0; k < per_block; k++, x += 2) {
+				v.store(x + 1, std::memory_order_release);
+				while (v.load(std::memory_order_acquire) != x + 2)
+					if (rte_rdtsc() > deadline)
+						return -1;
+			}
+			t[b] = double(rte_rdtsc() - t0) * 1e9 / double(rte_get_tsc_hz()) / per_block;
+		}
+		std::sort(t, t + blocks);
+		return t[blocks / 2];
+	}
+};
+
 /* Below this share of the test on its CPU a poll thread's figure says more
  * about the machine than about the data path. */
 inline constexpr double busy_share = 0.9;
@@ -83,7 +132,7 @@ inline constexpr double busy_share = 0.9;
  * ring full (then the rate is the receiver's), and whether the machine
  * was too busy for the figure to mean anything. */
 inline void print_bw_limits(FILE *f, const cpu_meter &m, unsigned client_cpu, unsigned server_cpu,
-			    unsigned long port_full)
+			    unsigned long port_full, double line_ns_before, double line_ns_after)
 {
 	auto pct = [](double s) { return s < 0 ? -1 : int(s * 100 + 0.5); };
 	const int pc = pct(m.share_a), ps = pct(m.share_b);
@@ -96,6 +145,12 @@ inline void print_bw_limits(FILE *f, const cpu_meter &m, unsigned client_cpu, un
 			port_full);
 	else
 		fprintf(f, " The ring to the server never filled: MsgRate is the client's sending rate.\n");
+	if (line_ns_before > 0 && line_ns_after > 0)
+		fprintf(f,
+			" A cache line's round trip between cpu %u and cpu %u took %.0f ns before the tests, %.0f ns after.\n"
+			" Every message's buffer makes that trip, so MsgRate and the latency follow it; on a VM it depends\n"
+			" on where the host runs the two vCPUs, which can change from one run to the next.\n",
+			client_cpu, server_cpu, line_ns_before, line_ns_after);
 	const double worst = m.share_a < 0 ? m.share_b : m.share_b < 0 ? m.share_a
 						: (m.share_a < m.share_b ? m.share_a : m.share_b);
 	if (worst >= 0 && worst < busy_share) {

@@ -5,7 +5,7 @@
 # What `./build.sh demo` shows: rdgram-perf with no EAL arguments (the
 # loopback demo) prints no DPDK start-up lines (EAL, TELEMETRY, the CRC
 # library's handler choice), then the two tables, then what bounded the
-# bandwidth figure, then the non-zero queue counters with their meaning,
+# bandwidth figure (CPU shares, a full ring, the CPUs' cache-line round trip), then the non-zero queue counters with their meaning,
 # in that order even through a pipe. -v brings DPDK's lines back, and so
 # does an EAL --log-level given before --; EAL arguments without one are
 # quiet too. About 3 s on an idle 2-CPU machine.
@@ -39,6 +39,8 @@ if not lat < bw < lim:
     sys.exit("FAIL: latency table, bandwidth table, bandwidth limits out of order")
 if not any("MsgRate is the" in l for l in lines[lim:]):
     sys.exit("FAIL: the limits do not say whose rate MsgRate is")
+if not any("cache line's round trip between cpu" in l for l in lines[lim:]):
+    sys.exit("FAIL: the limits do not give the two CPUs' cache-line round trip")
 ctr = [i for i, l in enumerate(lines) if " counters: " in l]
 if ctr:
     head = at(lambda l: l.startswith(" queue counters"), "label above the counters")
