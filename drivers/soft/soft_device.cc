@@ -87,6 +87,7 @@ int soft_device::open(const soft_config &cfg)
 	snprintf(name, sizeof(name), "rdgram_soft%u", cfg.port_id);
 	/* Room for the largest frame: headers + MTU payload + pad + ICRC. */
 	uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::hdr_len_v6 + wire::immdt_len) + cfg.mtu + 8;
+	room = std::max(room, RTE_PKTMBUF_HEADROOM + std::min<uint32_t>(cfg.min_data_room, UINT16_MAX - RTE_PKTMBUF_HEADROOM));
 	mp_ = rte_pktmbuf_pool_create_by_ops(name, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
 					     RDGRAM_MEMPOOL_OPS);
 	if (mp_ == nullptr) {
@@ -202,7 +203,10 @@ unsigned soft_device::drain_control_frames()
 void soft_device::close()
 {
 	if (started_) {
-		rte_eth_dev_stop(cfg_.port_id);
+		/* The owner may have closed the port already (to count the
+		 * mbufs its queues gave back before the pool goes). */
+		if (rte_eth_dev_is_valid_port(cfg_.port_id))
+			rte_eth_dev_stop(cfg_.port_id);
 		started_ = false;
 	}
 	/* Frames still in flight between the threads go back to the pool. */

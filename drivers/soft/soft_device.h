@@ -51,6 +51,11 @@ struct soft_config {
 	uint16_t nb_queues = 1;
 	uint16_t rx_desc = 1024, tx_desc = 1024;
 	uint32_t nb_mbufs = 8191;
+	/* Data room of every mbuf at least this (0: what the MTU needs): a
+	 * PMD may want larger RX buffers than the path MTU does (DPDK 22.11's
+	 * net_af_packet refuses buffers smaller than its frame size, 2048
+	 * bytes by default, less its 32-byte header). */
+	uint32_t min_data_room = 0;
 	rte_rcu_qsbr *qsbr = nullptr;   /* poll threads' QSBR (runtime::qsbr) */
 	/* NUMA nodes that host this port's poll threads (replica_nodes()):
 	 * one AV replica on each. Empty: one, on the port's node. */
@@ -153,6 +158,13 @@ public:
 	uint64_t injected_create_errors() const { return injected_; }
 
 	rte_mempool *mempool() const { return mp_; }
+	/* Frames waiting in the control rings (poll threads -> control thread
+	 * and back): mbufs out of the pool that close() gives back. (Once the
+	 * poll threads and the control poller stopped.) */
+	unsigned control_frames() const
+	{
+		return (ctl_rx_ != nullptr ? rte_ring_count(ctl_rx_) : 0) + (ctl_tx_ != nullptr ? rte_ring_count(ctl_tx_) : 0);
+	}
 	uint16_t port_id() const { return cfg_.port_id; }
 	const rte_ether_addr &mac() const { return mac_; }
 	const std::string &error() const { return err_; }
