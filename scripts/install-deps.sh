@@ -28,6 +28,7 @@ PKGS=(
 	libgtest-dev libbenchmark-dev
 	libtomlplusplus-dev libcli11-dev
 	python3-scapy tshark iproute2   # tests: packet checks, netns
+	nftables                       # tests: a bridge port that drops frames (where tc netem is missing)
 	sockperf                       # benchmarks/compare.py reference
 	gnuplot-nox                    # rdgram-perf --hist-plot
 	man-db groff-base              # tests/install: man -l renders the man pages

@@ -22,7 +22,7 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.bootstrap = t->get_enum("bootstrap", c.bootstrap, {"auto", "pmix", "tcp"});
 		c.job = t->get_string("job", c.job);
 		c.rendezvous = t->get_string("rendezvous", c.rendezvous);
-		c.memif_socket = t->get_string("memif_socket", c.memif_socket);
+		c.port = t->get_string("port", c.port);
 		c.json = t->get_string("json", c.json);
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
 		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
@@ -35,6 +35,12 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.rto_us = uint32_t(t->get_int("rto_us", c.rto_us, 1, 10000000));
 		c.drop_rate = t->get_double("drop_rate", c.drop_rate, 0, 0.5);
 		c.seed = uint64_t(t->get_int("seed", int64_t(c.seed), 0, INT64_MAX));
+		t->finish();
+	}
+	if (auto t = r.get_table("poll")) {
+		c.idle = t->get_enum("idle", c.idle, {"busy", "yield", "sleep"});
+		c.idle_spins = uint32_t(t->get_int("idle_spins", c.idle_spins, 0, 100000000));
+		c.idle_sleep_us = uint32_t(t->get_int("idle_sleep_us", c.idle_sleep_us, 1, 1000000));
 		t->finish();
 	}
 	r.finish();

@@ -23,7 +23,7 @@ struct coll_config {
 	std::string bootstrap = "auto"; /* procs: auto | pmix | tcp (job_bootstrap.h) */
 	std::string job;                /* procs: the job's name in every endpoint record ("": PMIx namespace) */
 	std::string rendezvous = "127.0.0.1:18515"; /* procs: rank 0's TCP address */
-	std::string memif_socket = "/tmp/rdgram-coll.sock"; /* procs: the star's socket */
+	std::string port;               /* procs: devargs of this rank's DPDK port ("{rank}": the rank) */
 	uint32_t iters = 100;           /* iterations of each collective */
 	uint32_t size = 64;             /* bytes per block (allgather, alltoall) */
 	uint32_t rto_us = 200;          /* retransmission timeout */
@@ -32,6 +32,9 @@ struct coll_config {
 	double timeout_s = 30;          /* every phase's deadline */
 	uint32_t qkey = 0x11110000;     /* Q_Key of every rank's QP */
 	uint32_t mtu = 2048;            /* path MTU of every rank's device (IB sizes 256..4096) */
+	std::string idle = "busy";      /* the poll lcore when idle: busy | yield | sleep (poll_idle.h) */
+	uint32_t idle_spins = 64;       /* empty polls in a row before yielding or sleeping */
+	uint32_t idle_sleep_us = 100;   /* sleep: the longest nap */
 	std::string json;               /* write the results as JSON here ("-": stdout); empty: no */
 };
 

@@ -147,23 +147,34 @@ public:
 	}
 
 	/* One loop step: receive, make progress, retransmit, send. now:
-	 * rte_get_tsc_cycles(). (Poll thread.) */
-	void poll(uint64_t now)
+	 * rte_get_tsc_cycles(). Returns whether it received or sent anything
+	 * (false: an empty iteration, for poll_idle). (Poll thread.) */
+	bool poll(uint64_t now)
 	{
 		recv_wc wc[32];
 		const uint16_t n = q_->rx_burst(wc, 32);
-		for (uint16_t i = 0; i < n; i++) {
-			on_recv(wc[i]);
-			rte_pktmbuf_free(wc[i].mbuf);
-		}
+		deliver(wc, n);
 		if (cur_ < total_)
 			progress(now);
 		if (now - last_scan_ >= p_.rto_cyc / 4) {
 			last_scan_ = now;
 			retransmit(now);
 		}
+		const bool did = n != 0 || pending_ != 0;
 		flush();
 		q_->tx_flush();
+		return did;
+	}
+
+	/* Consumes n completions received from the rank's queue (poll() does
+	 * for its own; a caller that polled the queue before init passes what
+	 * it held) and frees their mbufs. (Poll thread.) */
+	void deliver(recv_wc *wc, unsigned n)
+	{
+		for (unsigned i = 0; i < n; i++) {
+			on_recv(wc[i]);
+			rte_pktmbuf_free(wc[i].mbuf);
+		}
 	}
 
 	/* Every collective done and every message acknowledged (or known

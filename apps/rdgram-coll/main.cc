@@ -6,23 +6,24 @@
  *   rdgram-coll [EAL args --] [--mode threads|procs] [options]
  *
  * Every rank is one soft RoCEv2 device (its own port, GID, MAC, UD QP, AH
- * service). The fabric is an Ethernet switch in software that forwards real
- * RoCEv2 frames by destination MAC:
+ * service), on a fabric (coll_fabric.h):
  *
- *   threads  all ranks in one process; rank i's port is a net_ring whose TX
- *            ring the switch drains into the RX ring of the rank owning
- *            the destination MAC.
- *   procs    one rank per process, in a star over net_memif: rank 0 is the
- *            memif server of one link per peer (and holds the switch, its
- *            own device on a net_ring), every other rank a memif client.
+ *   threads  all ranks in one process, on net_ring ports joined by an
+ *            Ethernet switch in software (static neighbours).
+ *   procs    one rank per process, on a real DPDK port (--port: e.g.
+ *            net_af_packet on a veth plugged into a Linux bridge, or a
+ *            NIC); the peers' MACs are resolved by ARP through the fabric.
  *            Rank, size and every rank's endpoint record come from the
  *            launcher's PMIx server (mpirun, srun --mpi=pmix) or a TCP
  *            rendezvous at rank 0 (--bootstrap, job_bootstrap.h).
  *
  * One poll lcore drives the switch and every local rank's queue round
  * robin (each rank a state machine, coll_engine.h), so 8 ranks need no 8
- * cores. Phases: address exchange; the AH storm (each rank creates AHs to
- * all N - 1 peers in one create_ah_batch, timed per rank); then --iters
+ * cores; --idle says what it does when nothing arrives (poll_idle.h), so
+ * that many ranks can share few cores. It polls from the moment the
+ * devices open (answering ARP, holding early datagrams for the engine).
+ * Phases: address exchange; the AH storm (each rank creates AHs to all
+ * N - 1 peers in one create_ah_batch, timed per rank); then --iters
  * barriers, allgathers and alltoalls, verified, with per-op latency.
  */
 #include <algorithm>
@@ -37,20 +38,18 @@
 #include <vector>
 
 #include <rte_cycles.h>
-#include <rte_dev.h>
-#include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
-#include <rte_ring.h>
 
 #include "cli.h"
 #include "coll_config.h"
 #include "coll_engine.h"
+#include "coll_fabric.h"
 #include "job_bootstrap.h"
 #include "rdgram/ah_service.h"
-#include "rdgram/burst_guard.h"
 #include "rdgram/config.h"
+#include "rdgram/poll_idle.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
 
@@ -59,111 +58,16 @@ using namespace rdgram::coll;
 
 namespace {
 
-constexpr uint32_t qpn_base = 0x1000;
-
-/* Rank r's fabric identity: MAC 02:00:00:c0:HH:LL, IPv4 10.200.x.y (r + 1). */
-rte_ether_addr mac_of(uint32_t r)
+idle_mode idle_of(const std::string &s)
 {
-	return rte_ether_addr{{0x02, 0x00, 0x00, 0xc0, uint8_t(r >> 8), uint8_t(r)}};
-}
-wire::gid gid_of(uint32_t r)
-{
-	wire::gid g{};
-	g.raw[10] = g.raw[11] = 0xff;
-	g.raw[12] = 10;
-	g.raw[13] = 200;
-	g.raw[14] = uint8_t((r + 1) >> 8);
-	g.raw[15] = uint8_t(r + 1);
-	return g;
+	idle_mode m = idle_mode::busy;
+	parse_idle_mode(s.c_str(), &m); /* checked by the CLI and the config */
+	return m;
 }
 
-/* One switch port: a net_ring's ring pair (the rank's port is the other
- * end) or an ethdev port (a memif link to another process). */
-struct sw_port {
-	rte_ring *from = nullptr; /* frames the rank's port sent */
-	rte_ring *to = nullptr;   /* frames for the rank's port */
-	int eth = -1;
-	int guard = -1; /* burst_guard slot of eth */
-	rte_mbuf *out[32]; /* frames for this port from the current input burst */
-	unsigned nout = 0;
-};
-
-struct sw_stats {
-	uint64_t forwarded, unknown_dst, full;
-};
-
-/* The software Ethernet switch (poll thread: no syscall, lock or
- * allocation). Destination MAC 02:00:00:c0:HH:LL is rank HH:LL; anything
- * else (broadcast: there is no ARP on this fabric) is dropped, counted. */
-struct eth_switch {
-	std::vector<sw_port> ports; /* index = rank */
-	sw_stats st{};
-
-	void poll()
-	{
-		for (sw_port &in : ports) {
-			rte_mbuf *m[32];
-			unsigned n;
-			if (in.eth >= 0) {
-				burst_guard::enter(in.guard);
-				n = rte_eth_rx_burst(uint16_t(in.eth), 0, m, 32);
-				burst_guard::leave(in.guard);
-			} else {
-				n = rte_ring_dequeue_burst(in.from, (void **)m, 32, nullptr);
-			}
-			for (unsigned i = 0; i < n; i++) {
-				const auto *e = rte_pktmbuf_mtod(m[i], const rte_ether_hdr *);
-				const uint8_t *d = e->dst_addr.addr_bytes;
-				const uint32_t r = uint32_t(d[4]) << 8 | d[5];
-				if (m[i]->data_len < sizeof(*e) || d[0] != 0x02 || d[1] || d[2] || d[3] != 0xc0 ||
-				    r >= ports.size()) {
-					st.unknown_dst++;
-					rte_pktmbuf_free(m[i]);
-					continue;
-				}
-				sw_port &out = ports[r];
-				out.out[out.nout++] = m[i];
-			}
-			/* One burst per output port per input burst. */
-			for (sw_port &out : ports)
-				if (out.nout != 0)
-					send(out);
-		}
-	}
-
-	void send(sw_port &out)
-	{
-		unsigned k;
-		if (out.eth >= 0) {
-			burst_guard::enter(out.guard);
-			k = rte_eth_tx_burst(uint16_t(out.eth), 0, out.out, uint16_t(out.nout));
-			burst_guard::leave(out.guard);
-		} else {
-			k = rte_ring_enqueue_burst(out.to, (void **)out.out, out.nout, nullptr);
-		}
-		st.forwarded += k;
-		st.full += out.nout - k;
-		for (unsigned i = k; i < out.nout; i++)
-			rte_pktmbuf_free(out.out[i]);
-		out.nout = 0;
-	}
-};
-
-using rank_t = coll_rank<soft::soft_queue>;
-
-struct local_rank {
-	uint32_t rank = 0;
-	soft::soft_device dev;
-	soft::soft_queue q;
-	ah_service svc;
-	bool svc_up = false;
-	std::vector<ah_handle> ahs;
-	double storm_ms = 0;
-	uint64_t storm_end = 0; /* TSC when this rank held AHs to all peers */
-	unsigned storm_ok = 0;
-	int storm_err = 0;
-	rank_t eng;
-};
+/* Datagrams a rank's queue received before its engine started (a peer
+ * that finished its AH storm first): held, then handed to the engine. */
+constexpr unsigned held_max = 1024;
 
 struct job {
 	const coll_config *c = nullptr;
@@ -173,11 +77,39 @@ struct job {
 	eth_switch sw;
 	bool has_switch = false;
 	lcore_cpu worker{};
+	poll_idle idle;
+	std::vector<std::vector<recv_wc>> held; /* per local rank, held_max reserved */
+	uint64_t held_total = 0, held_overflow = 0;
 	std::atomic<bool> stop{false};
+	std::atomic<bool> started{false};    /* engines set up (main thread) */
 	std::atomic<bool> local_done{false}; /* every local rank finished and quiet */
 	std::atomic<bool> timed_out{false};
-	uint64_t deadline = 0;
+	uint64_t deadline = 0; /* written before started */
 };
+
+/* Before the collectives: keeps the queues moving (ARP/ND in and out,
+ * through rx_burst and tx_flush), holds the datagrams. */
+bool poll_before_start(job &j)
+{
+	bool did = false;
+	for (size_t i = 0; i < j.ranks.size(); i++) {
+		soft::soft_queue &q = j.ranks[i]->q;
+		recv_wc wc[32];
+		const uint16_t n = q.rx_burst(wc, 32);
+		for (uint16_t k = 0; k < n; k++) {
+			if (j.held[i].size() < held_max) {
+				j.held[i].push_back(wc[k]);
+				j.held_total++;
+			} else {
+				rte_pktmbuf_free(wc[k].mbuf);
+				j.held_overflow++;
+			}
+		}
+		q.tx_flush();
+		did |= n != 0;
+	}
+	return did;
+}
 
 /* The poll lcore: the switch and every local rank, round robin. */
 int worker_main(void *arg)
@@ -188,152 +120,52 @@ int worker_main(void *arg)
 	poll_thread_online(j->rt->qsbr(), tid);
 	const uint64_t linger = rte_get_tsc_hz() / 2;
 	uint64_t all_finished_at = 0;
+	bool running = false;
 	while (!j->stop.load(std::memory_order_acquire)) {
 		const uint64_t now = rte_get_tsc_cycles();
-		if (j->has_switch)
-			j->sw.poll();
-		bool fin = true, quiet = true;
-		for (auto &r : j->ranks) {
-			r->eng.poll(now);
-			fin &= r->eng.finished();
-			quiet &= r->eng.quiet();
+		bool did = j->has_switch && j->sw.poll();
+		if (!running && j->started.load(std::memory_order_acquire)) {
+			running = true;
+			for (size_t i = 0; i < j->ranks.size(); i++) {
+				j->ranks[i]->eng.deliver(j->held[i].data(), unsigned(j->held[i].size()));
+				j->held[i].clear();
+			}
 		}
-		if (fin && all_finished_at == 0)
-			all_finished_at = now;
-		/* Finished ranks keep answering retransmissions; quiet (all
-		 * of their own DATA acknowledged) or a short linger ends it. */
-		if (fin && (quiet || now - all_finished_at > linger))
-			j->local_done.store(true, std::memory_order_release);
-		if (now > j->deadline) {
-			j->timed_out.store(true, std::memory_order_release);
-			break;
+		if (!running) {
+			did |= poll_before_start(*j);
+		} else {
+			bool fin = true, quiet = true;
+			for (auto &r : j->ranks) {
+				did |= r->eng.poll(now);
+				fin &= r->eng.finished();
+				quiet &= r->eng.quiet();
+			}
+			if (fin && all_finished_at == 0)
+				all_finished_at = now;
+			/* Finished ranks keep answering retransmissions; quiet
+			 * (all of their own DATA acknowledged) or a short linger
+			 * ends it. */
+			if (fin && (quiet || now - all_finished_at > linger))
+				j->local_done.store(true, std::memory_order_release);
+			if (now > j->deadline) {
+				j->timed_out.store(true, std::memory_order_release);
+				break;
+			}
 		}
+		if (did)
+			j->idle.work();
+		else
+			j->idle.idle();
 		rte_rcu_qsbr_quiescent(j->rt->qsbr(), tid);
+	}
+	/* Anything still held goes back to its pool. */
+	for (auto &h : j->held) {
+		for (recv_wc &wc : h)
+			rte_pktmbuf_free(wc.mbuf);
+		h.clear();
 	}
 	poll_thread_offline(j->rt->qsbr(), tid);
 	return 0;
-}
-
-/* Frames to or from memif rings: a switch pool (procs mode, rank 0). */
-int setup_eth_port(uint16_t port, rte_mempool *mp)
-{
-	rte_eth_conf conf{};
-	int rc = rte_eth_dev_configure(port, 1, 1, &conf);
-	if (rc == 0)
-		rc = rte_eth_rx_queue_setup(port, 0, 1024, unsigned(rte_eth_dev_socket_id(port)), nullptr, mp);
-	if (rc == 0)
-		rc = rte_eth_tx_queue_setup(port, 0, 1024, unsigned(rte_eth_dev_socket_id(port)), nullptr);
-	if (rc == 0)
-		rc = rte_eth_dev_start(port);
-	return rc < 0 ? -rc : rc;
-}
-
-int probe_memif(uint32_t id, bool server, const std::string &sock, uint16_t *port)
-{
-	const std::string name = "net_memif_coll" + std::to_string(id);
-	const std::string args = name + ",role=" + (server ? "server" : "client") + ",id=" + std::to_string(id) +
-				 ",socket=" + sock + ",socket-abstract=no";
-	if (int rc = rte_dev_probe(args.c_str()); rc < 0) {
-		fprintf(stderr, "rdgram-coll: cannot probe '%s': %s\n", args.c_str(), strerror(-rc));
-		return -rc;
-	}
-	if (rte_eth_dev_get_port_by_name(name.c_str(), port) != 0) {
-		fprintf(stderr, "rdgram-coll: '%s' created no ethdev port\n", args.c_str());
-		return ENODEV;
-	}
-	return 0;
-}
-
-bool wait_links(const std::vector<uint16_t> &ports, double timeout_s, bool want_up = true)
-{
-	const uint64_t end = rte_get_tsc_cycles() + uint64_t(timeout_s * double(rte_get_tsc_hz()));
-	for (;;) {
-		bool up = true;
-		for (uint16_t p : ports) {
-			rte_eth_link l{};
-			rte_eth_link_get_nowait(p, &l);
-			up &= (l.link_status == RTE_ETH_LINK_UP) == want_up;
-		}
-		if (up)
-			return true;
-		if (rte_get_tsc_cycles() > end)
-			return false;
-		rte_delay_us_sleep(10000);
-	}
-}
-
-/* Opens rank r's device on port with static neighbours for every peer. */
-int open_rank(job &j, local_rank &lr, uint16_t port, const std::vector<rank_addr> &table, int node)
-{
-	const coll_config &c = *j.c;
-	soft::soft_config sc;
-	sc.port_id = port;
-	sc.set_mac = true;
-	sc.mac = mac_of(lr.rank);
-	sc.addresses = {gid_of(lr.rank)};
-	sc.max_ah = std::max<uint32_t>(64, 2 * j.nranks);
-	sc.resolve = false;
-	sc.qsbr = j.rt->qsbr();
-	sc.av_nodes = {node};
-	sc.nb_mbufs = 2047;
-	sc.rx_desc = sc.tx_desc = 512;
-	sc.mtu = c.mtu;
-	for (const rank_addr &a : table)
-		if (a.rank != lr.rank) {
-			soft::neighbour nb{};
-			memcpy(nb.ip.raw, a.gid, 16);
-			memcpy(nb.mac.addr_bytes, a.mac, 6);
-			sc.neighbours.push_back(nb);
-		}
-	if (lr.dev.open(sc) != 0) {
-		fprintf(stderr, "rdgram-coll: rank %u: %s\n", lr.rank, lr.dev.error().c_str());
-		return 1;
-	}
-	lr.dev.init_queue(0, lr.q, node);
-	lr.q.add_qp(qpn_base + lr.rank, c.qkey);
-	ah_service_config svc;
-	svc.capacity = std::max<uint32_t>(64, 2 * j.nranks);
-	svc.qsbr = j.rt->qsbr();
-	svc.socket = node;
-	svc.app_timeout_us = uint64_t(c.timeout_s * 1e6);
-	if (int rc = lr.svc.start(lr.dev, j.rt->ctl(), svc); rc != 0) {
-		fprintf(stderr, "rdgram-coll: rank %u: AH service: %s\n", lr.rank, strerror(rc));
-		return 1;
-	}
-	lr.svc_up = true;
-	return 0;
-}
-
-/* The AH storm of one rank: AHs to every peer in one create_ah_batch. */
-void storm(local_rank &lr, const std::vector<rank_addr> &table)
-{
-	std::vector<ibv_ah_attr> attrs;
-	std::vector<uint32_t> who;
-	for (const rank_addr &a : table)
-		if (a.rank != lr.rank) {
-			ibv_ah_attr at{};
-			at.is_global = 1;
-			at.port_num = 1;
-			at.grh.sgid_index = 0;
-			at.grh.hop_limit = 64;
-			memcpy(at.grh.dgid.raw, a.gid, 16);
-			attrs.push_back(at);
-			who.push_back(a.rank);
-		}
-	std::vector<ah_handle> hs(attrs.size(), ah_null);
-	std::vector<int> errs(attrs.size(), 0);
-	const uint64_t t0 = rte_get_tsc_cycles();
-	lr.storm_ok = attrs.empty() ? 0
-				    : lr.svc.create_ah_batch(attrs.data(), unsigned(attrs.size()), hs.data(),
-							     errs.data());
-	lr.storm_end = rte_get_tsc_cycles();
-	lr.storm_ms = double(lr.storm_end - t0) * 1e3 / double(rte_get_tsc_hz());
-	lr.ahs.assign(table.size(), ah_null);
-	for (size_t i = 0; i < who.size(); i++) {
-		lr.ahs[who[i]] = hs[i];
-		if (errs[i] != 0)
-			lr.storm_err = errs[i];
-	}
 }
 
 /* Procs mode: the job's bootstrap (--bootstrap), decided once, before the
@@ -403,7 +235,7 @@ int main(int argc, char **argv)
 	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-coll.toml); options override it");
 	app.add("--mode", c.mode,
 		"threads: all ranks in this process over a net_ring switch; procs: this process is one "
-		"rank, star over net_memif through rank 0 [threads]")
+		"rank, on the DPDK port --port (peers found by ARP) [threads]")
 		.one_of({"threads", "procs"});
 	app.add("--ranks", c.ranks,
 		"number of ranks (threads: at most 32, DPDK's RTE_MAX_ETHPORTS; procs: at most 64, taken from mpirun's "
@@ -421,8 +253,16 @@ int main(int argc, char **argv)
 		"[the PMIx namespace]");
 	app.add("--rendezvous", c.rendezvous,
 		"procs, tcp: host:port where rank 0 listens for the address exchange [127.0.0.1:18515]");
-	app.add("--memif-socket", c.memif_socket,
-		"procs: the memif control socket of the star (rank 0 is the server) [/tmp/rdgram-coll.sock]");
+	app.add("--port", c.port,
+		"procs: this rank's DPDK port, as devargs (a vdev, e.g. net_af_packet{rank},iface=veth{rank}, "
+		"probed here) or the name of a port given to the EAL (--vdev, -a); {rank} is replaced by the rank");
+	app.add("--idle", c.idle,
+		"what the poll lcore does after --idle-spins empty polls: busy (spin), yield (sched_yield), "
+		"sleep (nanosleep, 1 us doubling up to --idle-sleep-us) [busy]")
+		.one_of({"busy", "yield", "sleep"});
+	app.add("--idle-spins", c.idle_spins, "empty polls in a row before --idle yield/sleep gives the core up [64]")
+		.range(0u, 100000000u);
+	app.add("--idle-sleep-us", c.idle_sleep_us, "--idle sleep: the longest nap, us [100]").range(1u, 1000000u);
 	app.add("--iters", c.iters, "iterations of each collective [100]").range(1u, 1000000u);
 	app.add("--size", c.size, "bytes per rank block in allgather and alltoall (one datagram) [64]")
 		.range(1u, max_size);
@@ -467,6 +307,11 @@ int main(int argc, char **argv)
 	std::vector<std::string> eal = sa.eal_given ? sa.eal : c.eal_args;
 	if (procs) {
 		std::string err;
+		if (c.port.empty()) {
+			fprintf(stderr, "rdgram-coll: procs mode needs --port (this rank's DPDK port, e.g. "
+					"net_af_packet{rank},iface=veth{rank})\n");
+			return 2;
+		}
 		if (!(boot = open_bootstrap(c, app, &err))) {
 			fprintf(stderr, "rdgram-coll: %s\n", err.c_str());
 			return 2;
@@ -525,51 +370,49 @@ int main(int argc, char **argv)
 		}
 		const int node = replica_nodes(rt.topology(), {j.worker})[0];
 
-		/* 1. The fabric (devices open after the exchange). */
-		std::vector<uint16_t> memif_ports;
-		rte_mempool *swpool = nullptr;
-		auto ring_port = [&](uint32_t r, uint16_t *port) {
-			const std::string n = "coll" + std::to_string(r);
-			rte_ring *rx = rte_ring_create((n + "rx").c_str(), 1024, node, RING_F_SP_ENQ | RING_F_SC_DEQ);
-			rte_ring *tx = rte_ring_create((n + "tx").c_str(), 1024, node, RING_F_SP_ENQ | RING_F_SC_DEQ);
-			const int p = rx && tx ? rte_eth_from_rings(("net_ring_" + n).c_str(), &rx, 1, &tx, 1,
-								     unsigned(std::max(node, 0)))
-					       : -1;
-			if (p < 0) {
-				fprintf(stderr, "rdgram-coll: cannot create the net_ring port of rank %u\n", r);
+		/* 1. The fabric. procs: this rank's device opens on its port
+		 * first, and the poll lcore starts, so that it answers ARP as
+		 * soon as its address is published. */
+		j.idle = poll_idle(poll_idle_config{idle_of(c.idle), c.idle_spins, c.idle_sleep_us});
+		bool worker_up = false;
+		auto start_worker = [&] {
+			j.held.resize(j.ranks.size());
+			for (auto &h : j.held)
+				h.reserve(held_max);
+			j.deadline = UINT64_MAX;
+			if (launch_on_lcore(worker_main, &j, j.worker.lcore) != 0) {
+				fprintf(stderr, "rdgram-coll: cannot launch the poll lcore %u\n", j.worker.lcore);
 				return 1;
 			}
-			*port = uint16_t(p);
-			sw_port sp;
-			sp.from = tx;
-			sp.to = rx;
-			j.sw.ports[r] = sp;
+			worker_up = true;
 			return 0;
 		};
-		/* Rank 0 of procs mode sets up the star's memif servers first:
-		 * a peer receives the table only once they listen. */
-		uint16_t port = 0;
-		if (procs && my_rank == 0) {
-			j.has_switch = true;
-			j.sw.ports.resize(nranks);
-			swpool = rte_pktmbuf_pool_create("coll_sw", 4095, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, node);
-			status = swpool ? ring_port(0, &port) : 1;
-			for (uint32_t r = 1; r < nranks && status == 0; r++) {
-				uint16_t mp;
-				status = probe_memif(r, true, c.memif_socket, &mp);
-				if (status == 0 && (status = setup_eth_port(mp, swpool)) != 0)
-					fprintf(stderr, "rdgram-coll: memif link %u: %s\n", r, strerror(status));
-				j.sw.ports[r].eth = mp;
-				j.sw.ports[r].guard = burst_guard::slot_for(mp, 0);
-				memif_ports.push_back(mp);
-			}
+		auto stop_worker = [&] {
+			if (!worker_up)
+				return;
+			j.stop.store(true, std::memory_order_release);
+			wait_on_lcore(j.worker.lcore);
+			worker_up = false;
+		};
+		if (procs) {
+			auto lr = std::make_unique<local_rank>();
+			lr->rank = my_rank;
+			status = open_user_port(c.port, my_rank, &lr->port, &lr->port_probed);
+			if (status == 0)
+				status = open_rank(c, rt, nranks, *lr, {}, node);
+			j.ranks.push_back(std::move(lr));
+			if (status == 0)
+				status = start_worker();
 		}
 
-		/* 2. Address exchange. Each rank's address is fixed by its rank
-		 * (GID, MAC, QPN), so it is known before its device opens and
-		 * the peers' MACs go in as static neighbours. */
+		/* 2. Address exchange. A rank's GID and QPN follow from its
+		 * rank; procs: its MAC is its port's (published, but peers
+		 * resolve it by ARP); threads: fixed by the rank, static
+		 * neighbours of the in-process switch. */
 		std::vector<rank_addr> table(nranks);
 		auto addr = [&](uint32_t r) {
+			if (procs)
+				return rank_record(c, *j.ranks[0]);
 			rank_addr a{};
 			a.rank = r;
 			memcpy(a.gid, gid_of(r).raw, 16);
@@ -603,35 +446,18 @@ int main(int argc, char **argv)
 		}
 		const double exchange_ms = double(t_start - tx0) * 1e3 / hz;
 
-		if (status == 0) {
-			if (!procs) {
-				j.has_switch = true;
-				j.sw.ports.resize(nranks);
-				for (uint32_t r = 0; r < nranks && status == 0; r++) {
-					auto lr = std::make_unique<local_rank>();
-					lr->rank = r;
-					uint16_t rp;
-					status = ring_port(r, &rp);
-					if (status == 0)
-						status = open_rank(j, *lr, rp, table, node);
-					j.ranks.push_back(std::move(lr));
-				}
-			} else {
+		if (status == 0 && !procs) {
+			j.has_switch = true;
+			for (uint32_t r = 0; r < nranks && status == 0; r++) {
 				auto lr = std::make_unique<local_rank>();
-				lr->rank = my_rank;
-				if (my_rank != 0) {
-					status = probe_memif(my_rank, false, c.memif_socket, &port);
-					memif_ports.push_back(port);
-				}
+				lr->rank = r;
+				status = make_ring_port(j.sw, r, node, &lr->port);
 				if (status == 0)
-					status = open_rank(j, *lr, port, table, node);
+					status = open_rank(c, rt, nranks, *lr, table, node);
 				j.ranks.push_back(std::move(lr));
-				if (status == 0 && !wait_links(memif_ports, c.timeout_s)) {
-					fprintf(stderr, "rdgram-coll: rank %u: memif link(s) not up within %.1f s\n", my_rank,
-						c.timeout_s);
-					status = 1;
-				}
 			}
+			if (status == 0)
+				status = start_worker();
 		}
 
 		/* 3. The AH storm: every local rank at once (one thread each,
@@ -681,47 +507,51 @@ int main(int argc, char **argv)
 				lr->eng.init(p, &lr->q, peers);
 			}
 			j.deadline = rte_get_tsc_cycles() + uint64_t(c.timeout_s * hz);
-			if (launch_on_lcore(worker_main, &j, j.worker.lcore) != 0) {
-				fprintf(stderr, "rdgram-coll: cannot launch the poll lcore %u\n", j.worker.lcore);
+			j.started.store(true, std::memory_order_release);
+			while (!j.local_done.load(std::memory_order_acquire) && !j.timed_out.load(std::memory_order_acquire))
+				rte_delay_us_sleep(1000);
+			/* procs: everyone keeps polling (answering retransmissions
+			 * and ARP) until all are done; rank 0 stops polling once
+			 * every rank arrived, before it lets them go. */
+			std::vector<double> figs;
+			if (procs && !j.timed_out.load() &&
+			    boot->finish(c.timeout_s, {j.ranks[0]->storm_ms, ahs_ms(*j.ranks[0], t_start)}, &figs,
+					 stop_worker) != 0) {
+				fprintf(stderr, "rdgram-coll: rank %u: %s\n", my_rank, boot->error().c_str());
 				status = 1;
-			} else {
-				while (!j.local_done.load(std::memory_order_acquire) &&
-				       !j.timed_out.load(std::memory_order_acquire))
-					rte_delay_us_sleep(1000);
-				/* procs: everyone keeps polling (answering
-				 * retransmissions, rank 0 switching) until all are
-				 * done. */
-				/* Rank 0 stops its switch before it lets the
-				 * others go: they then close their memif links
-				 * while nothing polls them here. */
-				auto stop_worker = [&] {
-					j.stop.store(true, std::memory_order_release);
-					wait_on_lcore(j.worker.lcore);
-				};
-				std::vector<double> figs;
-				if (procs && !j.timed_out.load() &&
-				    boot->finish(c.timeout_s, {j.ranks[0]->storm_ms, ahs_ms(*j.ranks[0], t_start)}, &figs,
-						 stop_worker) != 0) {
-					fprintf(stderr, "rdgram-coll: rank %u: %s\n", my_rank, boot->error().c_str());
-					status = 1;
-				}
-				for (size_t i = 0; i + 1 < figs.size(); i += 2) {
-					storm_all.push_back(figs[i]);
-					ahs_all.push_back(figs[i + 1]);
-				}
-				/* A rank gave up: the bootstrap may tell who never
-				 * got this far. Each rank's deadline counts from
-				 * its own start of the collectives, so the others
-				 * get as long again to say they gave up too. */
-				if (procs && j.timed_out.load()) {
-					const std::string gone = boot->absent_ranks(c.timeout_s);
-					if (!gone.empty())
-						fprintf(stderr, "rdgram-coll: rank %u: collectives timed out after %.1f s: %s\n",
-							my_rank, c.timeout_s, gone.c_str());
-				}
-				if (!j.stop.load())
-					stop_worker();
 			}
+			for (size_t i = 0; i + 1 < figs.size(); i += 2) {
+				storm_all.push_back(figs[i]);
+				ahs_all.push_back(figs[i + 1]);
+			}
+			/* A rank gave up: the bootstrap may tell who never got
+			 * this far. Each rank's deadline counts from its own
+			 * start of the collectives, so the others get as long
+			 * again to say they gave up too. */
+			if (procs && j.timed_out.load()) {
+				const std::string gone = boot->absent_ranks(c.timeout_s);
+				if (!gone.empty())
+					fprintf(stderr, "rdgram-coll: rank %u: collectives timed out after %.1f s: %s\n", my_rank,
+						c.timeout_s, gone.c_str());
+			}
+		}
+		stop_worker();
+
+		/* Every rank's device closes: its mbufs must all be back. */
+		std::vector<qp_counters> qctr(j.ranks.size());
+		std::vector<rte_eth_stats> pstats(j.ranks.size());
+		unsigned arp_matched = 0, in_use = 0, pmd_held = 0, leaked = 0;
+		for (size_t i = 0; i < j.ranks.size(); i++) {
+			local_rank &lr = *j.ranks[i];
+			qctr[i] = lr.q.counters();
+			rte_eth_stats_get(lr.port, &pstats[i]);
+			if (procs && status == 0)
+				arp_matched += count_arp_matches(rt, lr, table);
+			unsigned u = 0;
+			close_rank(lr, &u);
+			in_use += u;
+			pmd_held += lr.pmd_held;
+			leaked += u > lr.pmd_held ? u - lr.pmd_held : 0;
 		}
 
 		/* 5. Report. */
@@ -836,9 +666,78 @@ int main(int argc, char **argv)
 				printf("  switch: forwarded %lu  unknown destination %lu  output full %lu\n",
 				       (unsigned long)j.sw.st.forwarded, (unsigned long)j.sw.st.unknown_dst,
 				       (unsigned long)j.sw.st.full);
+			/* The port's side of the same messages, and the
+			 * accounting that must close in every process: what the
+			 * app sent is what the port took plus what it refused or
+			 * dropped by name; what the port delivered is what the
+			 * app received plus its named drops; every mbuf back. */
+			qp_counters q{};
+			uint64_t imissed = 0;
+			for (size_t i = 0; i < qctr.size(); i++) {
+				q += qctr[i];
+				imissed += pstats[i].imissed;
+			}
+			std::string reasons, jreasons;
+			q.for_each([&](const char *name, const char *, uint64_t v) {
+				if (v == 0 || (strncmp(name, "rx_", 3) != 0 && strncmp(name, "tx_", 3) != 0) ||
+				    !strcmp(name, "rx_pkts") || !strcmp(name, "rx_bytes") || !strcmp(name, "tx_pkts") ||
+				    !strcmp(name, "tx_bytes"))
+					return;
+				reasons += std::string(" ") + name + "=" + std::to_string(v);
+				jreasons += std::string(jreasons.empty() ? "" : ",") + "\"" + name + "\":" + std::to_string(v);
+			});
+			const uint64_t app_tx = tot.data_sent + tot.acks_sent + tot.retransmits;
+			const uint64_t app_rx = tot.data_recv + tot.acks_recv + tot.dropped + tot.bad_msgs + j.held_overflow;
+			const bool tx_ok = app_tx == q.tx_pkts + tot.tx_refused + q.tx_drops();
+			const bool rx_ok = q.rx_pkts == app_rx;
+			const bool arp_ok = !procs || arp_matched == nranks - 1;
+			const bool closed = tx_ok && rx_ok && leaked == 0;
+			printf("  port: sent %lu  received %lu  rx drops %lu  tx drops %lu  missed by the port %lu  "
+			       "held before start %lu (overflow %lu)\n",
+			       (unsigned long)q.tx_pkts, (unsigned long)q.rx_pkts, (unsigned long)q.rx_drops(),
+			       (unsigned long)q.tx_drops(), (unsigned long)imissed, (unsigned long)j.held_total,
+			       (unsigned long)j.held_overflow);
+			printf("  port counters:%s\n", reasons.empty() ? " (none other than sent/received)" : reasons.c_str());
+			if (procs)
+				printf("  neighbours: %u/%u resolved by ARP to the MAC the peer published\n", arp_matched,
+				       nranks - 1);
+			const poll_idle_stats &is = j.idle.stats();
+			printf("  idle %s (after %u empty polls, naps up to %u us): empty polls %lu  yields %lu  sleeps %lu  "
+			       "asked to sleep %.1f ms\n",
+			       idle_mode_name(j.idle.config().mode), c.idle_spins, c.idle_sleep_us, (unsigned long)is.empty,
+			       (unsigned long)is.yields, (unsigned long)is.sleeps, double(is.slept_ns) / 1e6);
+			printf("  accounting: app sent %lu = port sent %lu + refused %lu + tx drops %lu%s; port received "
+			       "%lu = app received %lu + dropped %lu + bad %lu + held overflow %lu%s; mbufs in use after "
+			       "stop %u (the port's own at start %u), leaked %u: %s\n",
+			       (unsigned long)app_tx, (unsigned long)q.tx_pkts, (unsigned long)tot.tx_refused,
+			       (unsigned long)q.tx_drops(), tx_ok ? "" : " (NO)", (unsigned long)q.rx_pkts,
+			       (unsigned long)(tot.data_recv + tot.acks_recv), (unsigned long)tot.dropped,
+			       (unsigned long)tot.bad_msgs, (unsigned long)j.held_overflow, rx_ok ? "" : " (NO)", in_use,
+			       pmd_held, leaked, closed ? "closed" : "OPEN");
+			snprintf(b, sizeof(b),
+				 ",\"port\":{\"sent\":%lu,\"received\":%lu,\"rx_drops\":%lu,\"tx_drops\":%lu,\"imissed\":%lu,"
+				 "\"held\":%lu,\"held_overflow\":%lu,\"counters\":{",
+				 (unsigned long)q.tx_pkts, (unsigned long)q.rx_pkts, (unsigned long)q.rx_drops(),
+				 (unsigned long)q.tx_drops(), (unsigned long)imissed, (unsigned long)j.held_total,
+				 (unsigned long)j.held_overflow);
+			js += b;
+			js += jreasons;
+			snprintf(b, sizeof(b),
+				 "}},\"idle\":{\"mode\":\"%s\",\"spins\":%u,\"sleep_us\":%u,\"empty\":%lu,\"yields\":%lu,"
+				 "\"sleeps\":%lu},\"arp_matched\":%u,\"mbufs_in_use\":%u,\"mbufs_port_held\":%u,\"mbufs_leaked\":%u,"
+				 "\"accounting\":\"%s\"",
+				 idle_mode_name(j.idle.config().mode), c.idle_spins, c.idle_sleep_us, (unsigned long)is.empty,
+				 (unsigned long)is.yields, (unsigned long)is.sleeps, arp_matched, in_use, pmd_held, leaked,
+				 closed ? "closed" : "open");
+			js += b;
+			if (!closed || !arp_ok)
+				status = 1;
+			if (!arp_ok)
+				fprintf(stderr, "rdgram-coll: rank %u: only %u of %u peers resolved by ARP to their published MAC\n",
+					my_rank, arp_matched, nranks - 1);
 			if (j.timed_out.load())
 				fprintf(stderr, "rdgram-coll: timed out after %.1f s\n", c.timeout_s);
-			if (!all_fin || tot.verify_fail != 0 || tot.verified != uint64_t(c.iters) * nb_ops * j.ranks.size())
+			if (status != 0 || !all_fin || tot.verify_fail != 0 || tot.verified != uint64_t(c.iters) * nb_ops * j.ranks.size())
 				status = 1;
 			else
 				printf("result: PASS\n");
@@ -857,32 +756,6 @@ int main(int argc, char **argv)
 			}
 		}
 		fflush(stdout);
-
-		for (auto &lr : j.ranks)
-			if (lr->svc_up)
-				lr->svc.stop();
-		for (auto &lr : j.ranks)
-			lr->dev.close();
-		/* The switch's memif links (rank 0); a client's link is its
-		 * device's port, closed with it. Rank 0 waits for the clients
-		 * to disconnect first: DPDK 22.11's memif interrupt thread
-		 * crashed here when a client's disconnect raced the close of
-		 * the server ports that share its socket. */
-		if (procs && my_rank == 0 && !memif_ports.empty()) {
-			wait_links(memif_ports, 5, false);
-			/* The link goes down at the start of the PMD's
-			 * disconnect handling; let it finish freeing the
-			 * regions before the close frees them too. */
-			rte_delay_us_sleep(100000);
-		}
-		for (uint16_t p : memif_ports) {
-			if (my_rank != 0)
-				break;
-			rte_eth_dev_stop(p);
-			rte_eth_dev_close(p);
-		}
-		if (swpool)
-			rte_mempool_free(swpool);
 	}
 	rt.fini();
 	return status;

@@ -4,10 +4,10 @@
 #
 # rdgram-coll end to end on the soft driver: 8 ranks as state machines in one
 # process with receive drops (every barrier, allgather and alltoall
-# verified at every rank, retransmissions > 0), the runnable config, 3 ranks
-# as processes over net_memif with a TCP rendezvous (rank and size from
-# mpirun's environment, PMIx's, and the command line), and refusals of bad
-# options and configs (one line, exit 2). Every run is under `timeout`.
+# verified at every rank, retransmissions > 0), the same with the poll lcore
+# sleeping when idle, the runnable config, and refusals of bad options and
+# configs (one line, exit 2). Ranks as processes on real ports:
+# coll_bridge.sh. Every run is under `timeout`.
 # Usage: coll.sh RDGRAM_COLL CONFIG_DIR
 set -u
 coll=$1
@@ -28,6 +28,7 @@ check() {
   want=$((here * iters * 3))
   grep -q '^result: PASS$' "$out" || { echo "FAIL: $out: no PASS"; cat "$out"; return 1; }
   grep -q "verified: $want  failed: 0" "$out" || { echo "FAIL: $out: expected $want verified, 0 failed"; cat "$out"; return 1; }
+  grep -q '^  accounting: .*: closed$' "$out" || { echo "FAIL: $out: accounting does not close"; cat "$out"; return 1; }
   for op in barrier allgather alltoall; do
     grep -Eq "^  $op +[0-9.]+ +[0-9.]+ +[0-9.]+ +$((here * iters))\$" "$out" || { echo "FAIL: $out: no $op latency row"; return 1; }
   done
@@ -65,40 +66,25 @@ timeout 60 "$coll" $(eal 0,1 512 t) -- --ranks 4 --iters 20 >"$tmp/t4.out" 2>"$t
   && check "$tmp/t4.out" 4 20 && [ "$(counter "$tmp/t4.out" 'dropped \(--drop-rate\)')" = 0 ] \
   || { echo "FAIL: threads 4 ranks without drops"; cat "$tmp/t4.out" "$tmp/t4.err"; fail=1; }
 
+# The poll lcore naps when idle (--idle sleep): the same results, and it
+# did sleep.
+timeout 60 "$coll" $(eal 0,1 512 t) -- --ranks 8 --iters 50 --drop-rate 0.05 --idle sleep --idle-sleep-us 50 \
+  >"$tmp/ts.out" 2>"$tmp/ts.err" && check "$tmp/ts.out" 8 50 \
+  && grep -Eq '^  idle sleep \(after 64 empty polls, naps up to 50 us\): empty polls [1-9][0-9]*  yields 0  sleeps [1-9]' "$tmp/ts.out" \
+  && grep -q 'accounting: .*: closed$' "$tmp/ts.out" \
+  || { echo "FAIL: threads 8 ranks --idle sleep"; cat "$tmp/ts.out" "$tmp/ts.err"; fail=1; }
+
 # 2. The runnable config (8 ranks, drop rate 0.02), fewer iterations.
 timeout 60 "$coll" $(eal 0,1 512 c) -- -c "$cfgdir/rdgram-coll.toml" --iters 20 >"$tmp/cfg.out" 2>"$tmp/cfg.err" \
   && check "$tmp/cfg.out" 8 20 || { echo "FAIL: config/rdgram-coll.toml"; cat "$tmp/cfg.out" "$tmp/cfg.err"; fail=1; }
 
-# 3. Three processes over net_memif (star through rank 0), TCP rendezvous.
-# Rank 1 learns its rank as under mpirun, rank 2 as under a PMIx server
-# (size from --ranks), rank 0 from the command line; started in reverse
-# order (the rendezvous waits for rank 0).
-port=$((20000 + $$ % 20000))
-common="--mode procs --iters 30 --drop-rate 0.02 --timeout 40 --rendezvous 127.0.0.1:$port --memif-socket $tmp/star.sock"
-env PMIX_RANK=2 PMIX_NAMESPACE=colltest timeout 55 "$coll" $(eal 1,0 256 p2) -- $common --ranks 3 \
-  >"$tmp/p2.out" 2>"$tmp/p2.err" & pids+=($!)
-env OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=3 timeout 55 "$coll" $(eal 0,1 256 p1) -- $common \
-  >"$tmp/p1.out" 2>"$tmp/p1.err" & pids+=($!)
-timeout 55 "$coll" $(eal 1,0 256 p0) -- $common --ranks 3 --rank 0 >"$tmp/p0.out" 2>"$tmp/p0.err"
-rc0=$?
-wait "${pids[1]}"; rc1=$?
-wait "${pids[0]}"; rc2=$?
-pids=()
-for r in 0 1 2; do
-  eval "rc=\$rc$r"
-  if [ "$rc" -ne 0 ]; then echo "FAIL: procs rank $r exit $rc"; cat "$tmp/p$r.out" "$tmp/p$r.err"; fail=1
-  else check "$tmp/p$r.out" 1 30 || fail=1; fi
-done
-grep -q 'mode procs (Open MPI)' "$tmp/p1.out" || { echo "FAIL: rank 1 did not take its rank from OMPI_COMM_WORLD_*"; fail=1; }
-grep -q 'mode procs (PMIx)' "$tmp/p2.out" || { echo "FAIL: rank 2 did not take its rank from PMIX_RANK"; fail=1; }
-grep -q 'switch: forwarded [1-9]' "$tmp/p0.out" || { echo "FAIL: rank 0's switch forwarded nothing"; fail=1; }
-grep -A1 'AH storm, all ranks' "$tmp/p0.out" | grep -Eq '^  [0-9.]+ [0-9.]+ [0-9.]+$' \
-  || { echo "FAIL: rank 0 did not gather 3 storm times"; fail=1; }
-[ $fail -eq 0 ] && echo "procs: 3 ranks over net_memif ok"
+# 3. Ranks as processes, on real ports behind a bridge: coll_bridge.sh
+# (root, a network namespace); under mpirun: coll_mpirun.sh.
 
 # 4. Refusals: one line on stderr, exit 2, before the EAL starts.
 printf '[job]\nranks = 4\nfoo = 1\n' >"$tmp/unknown.toml"
 printf '[collectives]\ndrop_rate = 0.9\n' >"$tmp/range.toml"
+printf '[poll]\nidle = "spin"\n' >"$tmp/idle.toml"
 printf '[job\n' >"$tmp/syntax.toml"
 while IFS= read -r args; do
   # shellcheck disable=SC2086
@@ -115,12 +101,16 @@ done <<EOF_ARGS
 --size 5000
 --ranks 33
 --iters -1
---mode procs --ranks 3
---mode procs --ranks 3 --rank 3
---mode procs --ranks 3 --rank 1 --rendezvous 127.0.0.1
+--mode procs --ranks 3 --rank 1
+--mode procs --ranks 3 --port net_null0
+--mode procs --ranks 3 --rank 3 --port net_null0
+--mode procs --ranks 3 --rank 1 --rendezvous 127.0.0.1 --port net_null0
+--mode procs --ranks 3 --rank 1 --port net_null0 --idle spin
+--idle-sleep-us 0
 --no-such-option
 -c $tmp/unknown.toml
 -c $tmp/range.toml
+-c $tmp/idle.toml
 -c $tmp/syntax.toml
 -c $tmp/missing.toml
 EOF_ARGS

@@ -3,7 +3,9 @@
 # Copyright(c) 2026 The rdgram authors
 #
 # rdgram-coll procs mode under Open MPI's mpirun with the PMIx bootstrap: no
-# --rank, --ranks or --rendezvous. Jobs of 4 then 8 ranks run barrier,
+# --rank, --ranks or --rendezvous; every rank on net_af_packet on its own
+# veth, behind one Linux bridge (lib.sh fabric_up; needs root, skips 77
+# otherwise). Jobs of 4 then 8 ranks run barrier,
 # allgather and alltoall, verified byte for byte at every rank; then the
 # faults: no PMIx server (one line), endpoint records that disagree (Q_Key,
 # MTU, another job: refused with the reason), a rank killed mid-job (mpirun
@@ -20,19 +22,30 @@ quick=0
 # libpmix's own leaks (tests/lsan-pmix.supp), for the ASan tree.
 export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan-pmix.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for ip netns (the ranks' bridge)"; exit 77; }
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
 tmp=$(mktemp -d)
 pfx=rdgram-collmpi$$
 mpipid=
+# The fabric: one namespace with a bridge and 8 veths (lib.sh fabric_up);
+# mpirun and its ranks run inside it (PMIx on its loopback), rank r on
+# net_af_packet on rdc<r>.
+ns=rdcm$$
 cleanup() {
+  local p
   [ -n "$mpipid" ] && kill -KILL "$mpipid" 2>/dev/null
-  # Ranks of this test only: their command line names its memif socket.
-  for p in $(pgrep -f "$tmp/star-" 2>/dev/null); do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  # Every process of this test's namespace (ranks, orted).
+  for p in $(ip netns pids "$ns" 2>/dev/null); do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+  fabric_down "$ns"
   # The EAL runtime directories of ranks mpirun killed (a clean exit
   # removes its own).
   rm -rf "${XDG_RUNTIME_DIR:-/var/run}/dpdk/$pfx"-* /var/run/dpdk/"$pfx"-* 2>/dev/null
   rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+fabric_up "$ns" 8 2>"$tmp/up.err" || { echo "SKIP: $(cat "$tmp/up.err")"; exit 77; }
 fail=0
 # Every rank gets the same EAL arguments; the app adds a --file-prefix per
 # rank from the PMIx namespace and rank (the jobs that end cleanly), or
@@ -40,14 +53,15 @@ fail=0
 # directories cleanup removes).
 eal="-l 0,1 --no-huge --no-shconf -m 256 --no-pci --log-level=lib.eal:error"
 ealk="$eal --file-prefix $pfx-{rank}"
-mpi="mpirun --allow-run-as-root --oversubscribe --bind-to none"
-# One memif socket per job (a killed rank 0 leaves its socket behind).
-common() { echo "--mode procs --memif-socket $tmp/star-$1.sock"; }
+mpi="ip netns exec $ns mpirun --allow-run-as-root --oversubscribe --bind-to none"
+# Every job's ranks on the bridge; the poll lcores nap when idle (8 ranks
+# share 2 cores).
+common() { echo "--mode procs --port net_af_packet{rank},iface=rdc{rank} --idle sleep"; }
 SECONDS=0
 
 # 0. Without a PMIx server: --bootstrap pmix is one line, exit 2. A build
 # without libpmix says so: skip.
-timeout 20 "$coll" $eal -- --mode procs --bootstrap pmix >"$tmp/np.out" 2>"$tmp/np.err"
+timeout 20 "$coll" $eal -- --mode procs --bootstrap pmix --port net_null0 >"$tmp/np.out" 2>"$tmp/np.err"
 rc=$?
 if grep -q 'this build has none' "$tmp/np.err"; then echo "SKIP: rdgram-coll built without PMIx (libpmix-dev)"; exit 77; fi
 lines=$(grep -vc -e '^TELEMETRY' -e 'avx512' "$tmp/np.err")
@@ -56,7 +70,7 @@ if [ $rc -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -q '^rdgram-coll: PMIx: no PMIx
 fi
 # A stale server address in the environment (auto takes PMIx): the same.
 env PMIX_NAMESPACE=gone PMIX_RANK=0 PMIX_SERVER_URI41='0.0;tcp4://127.0.0.1:1' \
-  timeout 20 "$coll" $eal -- --mode procs >"$tmp/np.out" 2>"$tmp/np.err"
+  timeout 20 "$coll" $eal -- --mode procs --port net_null0 >"$tmp/np.out" 2>"$tmp/np.err"
 rc=$?
 if [ $rc -ne 2 ] || ! grep -q '^rdgram-coll: PMIx: no PMIx server answers' "$tmp/np.err"; then
   echo "FAIL: a stale PMIX_SERVER_URI41: exit $rc"; cat "$tmp/np.err"; fail=1
