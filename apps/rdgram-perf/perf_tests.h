@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include <rte_branch_prediction.h>
@@ -348,6 +349,16 @@ inline bool client_lat(Q &q, rte_mempool *mp, const peer &p, const client_params
 	return true;
 }
 
+/* This thread's CPU time, s (0 when the clock is unavailable): read twice
+ * per test, never per message. */
+inline double thread_cpu_s()
+{
+	timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
+
 /* Streaming bandwidth: bursts of up to tx_depth (postlist) WRs as fast as
  * the driver takes them. Peak: the best rate over windows of 64 bursts. */
 template <ud_driver Q>
@@ -364,6 +375,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 	const unsigned depth = std::min<unsigned>(cp.tx_depth, B);
 	uint64_t sent = 0, win_start_sent = 0;
 	const uint64_t t_start = rte_rdtsc();
+	const double cpu_start = thread_cpu_s();
 	uint64_t win_start = t_start, best_window = 0, best_window_msgs = 0;
 	unsigned bursts = 0;
 	unsigned have = 0; /* built WRs carried to the next try */
@@ -447,11 +459,13 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 	while (q.tx_pending() != 0 && !past(env.deadline, rte_rdtsc()))
 		q.tx_flush();
 	const uint64_t t_end = rte_rdtsc();
+	const double cpu_secs = thread_cpu_s() - cpu_start;
 	const double hz = double(rte_get_tsc_hz());
 	const double secs = double(t_end - t_start) / hz;
 	res->bytes = cp.size;
 	res->iterations = sent;
 	res->msg_rate_mpps = secs > 0 ? double(sent) / secs / 1e6 : 0;
+	res->cpu_msg_rate_mpps = cpu_secs > 0 ? double(sent) / cpu_secs / 1e6 : 0;
 	res->bw_avg_mib = secs > 0 ? double(sent) * cp.size / secs / 1048576.0 : 0;
 	res->bw_peak_mib = best_window ? double(best_window_msgs) * cp.size / (double(best_window) / hz) / 1048576.0
 				       : res->bw_avg_mib;
