@@ -396,6 +396,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 		std::fill(wrs, wrs + B, proto);
 	const ah_handle *dests = cp.n_dests != 0 ? cp.dests : nullptr;
 	uint32_t di = 0; /* next destination in dests */
+	const unsigned pf_ahead = std::min(depth, cp.n_dests); /* next burst's AHs to prefetch */
 	loop_phase(q, env, progress::bw);
 	while (sent < cp.iterations) {
 		if (same_wrs) {
@@ -420,6 +421,16 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 				di = 0;
 			have++;
 		}
+		/* The next burst's destinations are known: their AVs start loading
+		 * now, so each miss overlaps this burst's build (a driver without
+		 * the hint just sends). */
+		if constexpr (requires { q.prefetch_ah(ah_handle{}); })
+			if (dests != nullptr)
+				for (uint32_t j = di, k = 0; k < pf_ahead; k++) {
+					q.prefetch_ah(dests[j]);
+					if (++j == cp.n_dests)
+						j = 0;
+				}
 		uint16_t k = q.tx_burst(wrs, uint16_t(have));
 		if (k < have && !same_wrs)
 			memmove(wrs, wrs + k, (have - k) * sizeof(wrs[0]));

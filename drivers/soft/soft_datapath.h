@@ -235,6 +235,15 @@ public:
 	/* Built packets the port has not taken yet. */
 	unsigned tx_pending() const { return nstash_; }
 
+	/* A hint, no effect on what is sent: starts loading the AV of an AH
+	 * the caller will send to soon (its next burst's destinations, while
+	 * it posts this burst). With many destinations in an order the
+	 * hardware prefetcher cannot follow, every AV is a cache and TLB miss;
+	 * asked for one burst ahead, the miss overlaps a whole burst's build
+	 * instead of the few frames before its first use. A stale or
+	 * out-of-range handle is ignored. (The owning poll thread.) */
+	void prefetch_ah(ah_handle h) const { ahs_.prefetch(h); }
+
 	/* Receive buffers come from the port's mempool: nothing to post. */
 	void post_recvs() {}
 
