@@ -19,15 +19,18 @@
 # Needs root (ip netns); skips (77) with the reason otherwise. Everything
 # it creates is removed on exit, on failure too. Every run is under timeout.
 # Usage: coll_bridge.sh RDGRAM_COLL [--ranks N] [--iters K] [--loss PCT]
-#          [--pmd af_packet|af_xdp] [--launchers] [--limit S] [-- COLL_ARGS...]
+#          [--pmd af_packet|af_xdp] [--launchers|--mpirun] [--limit S] [-- COLL_ARGS...]
 #   --launchers: rank 1 takes its rank from mpirun's environment, rank 2
 #   from a PMIx server's (OMPI_COMM_WORLD_*, PMIX_RANK), the rest from --rank.
+#   --mpirun: the job is launched by Open MPI's mpirun inside the namespace,
+#   one command line for every rank, the PMIx bootstrap (no --rank, --ranks
+#   or --rendezvous); skips (77) without mpirun or a PMIx build.
 #   --limit: seconds the whole job may take (default 60).
 #   KEEP=1 in the environment copies the ranks' outputs to /tmp/coll_bridge_keep.
 set -u
 coll=$1
 shift
-n=4 iters=30 loss= pmd=af_packet launchers=0 limit=60
+n=4 iters=30 loss= pmd=af_packet launchers=0 limit=60 mpi=0
 while [ $# -gt 0 ]; do
   case $1 in
   --ranks) n=$2; shift 2 ;;
@@ -35,14 +38,20 @@ while [ $# -gt 0 ]; do
   --loss) loss=$2; shift 2 ;;
   --pmd) pmd=$2; shift 2 ;;
   --launchers) launchers=1; shift ;;
+  --mpirun) mpi=1; shift ;;
   --limit) limit=$2; shift 2 ;;
   --) shift; break ;;
-  *) echo "usage: $0 RDGRAM_COLL [--ranks N] [--iters K] [--loss PCT] [--pmd P] [--launchers] [--limit S] [-- ARGS]"; exit 2 ;;
+  *) echo "usage: $0 RDGRAM_COLL [--ranks N] [--iters K] [--loss PCT] [--pmd P] [--launchers|--mpirun] [--limit S] [-- ARGS]"; exit 2 ;;
   esac
 done
 extra=("$@")
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for ip netns"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
+if [ $mpi -eq 1 ]; then
+  command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
+  "$coll" -l 0 --no-huge --no-shconf -m 64 --no-pci -- --mode procs --bootstrap pmix 2>&1 | grep -q 'this build has none' \
+    && { echo "SKIP: rdgram-coll built without PMIx (libpmix-dev)"; exit 77; }
+fi
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 ns=rdcb$$
@@ -75,8 +84,26 @@ common=(--mode procs --iters "$iters" --timeout $((limit - 10)) --rendezvous "12
 )
 pids=()
 SECONDS=0
+fail=0
+if [ $mpi -eq 1 ]; then
+  # One command line for all: {rank} is each rank's (EAL prefix, JSON).
+  # shellcheck disable=SC2046
+  ip netns exec "$ns" timeout "$limit" mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$n" \
+    --output-filename "$tmp/mpi" "$coll" -l 0,1 --no-huge --no-shconf -m 128 --no-pci --log-level=lib.eal:error \
+    --file-prefix "$ns-{rank}" -- --mode procs --iters "$iters" --timeout $((limit - 10)) --port "$port" \
+    --json "$tmp/r{rank}.json" "${extra[@]}" >"$tmp/mpirun.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { echo "FAIL: mpirun -np $n exit $rc"; cat "$tmp/mpirun.log"; fail=1; }
+  # mpirun's per-rank files (rank.N, zero-padded from 10 ranks on).
+  for d in "$tmp"/mpi/1/rank.*; do
+    r=$((10#${d##*.}))
+    cp "$d/stdout" "$tmp/r$r.out" 2>/dev/null; cp "$d/stderr" "$tmp/r$r.err" 2>/dev/null
+    [ $rc -eq 0 ] || cat "$tmp/r$r.out" "$tmp/r$r.err"
+  done
+  launchers=2
+fi
 # Highest rank first: the rendezvous waits for rank 0.
-for ((r = n - 1; r >= 0; r--)); do
+for ((r = n - 1; r >= 0 && mpi == 0; r--)); do
   envs=() rk=(--ranks "$n" --rank "$r")
   if [ $launchers -eq 1 ] && [ $r -eq 1 ]; then envs=(OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE="$n") rk=(); fi
   if [ $launchers -eq 1 ] && [ $r -eq 2 ]; then envs=(PMIX_RANK=2 PMIX_NAMESPACE=collbridge) rk=(--ranks "$n"); fi
@@ -86,8 +113,7 @@ for ((r = n - 1; r >= 0; r--)); do
     --json "$tmp/r$r.json" "${extra[@]}" >"$tmp/r$r.out" 2>"$tmp/r$r.err" &
   pids[r]=$!
 done
-fail=0
-for ((r = 0; r < n; r++)); do
+for ((r = 0; r < n && mpi == 0; r++)); do
   wait "${pids[r]}"; rc=$?
   if [ $rc -ne 0 ]; then echo "FAIL: rank $r exit $rc"; cat "$tmp/r$r.out" "$tmp/r$r.err"; fail=1; fi
 done
@@ -116,7 +142,7 @@ for r in range(n):
         bad.append("rank %d: %d early datagrams dropped" % (r, d["port"]["held_overflow"]))
     if d["port"]["counters"].get("rx_to_control", 0) == 0:
         bad.append("rank %d: no ARP frame reached its control thread" % r)
-    want = {1: "Open MPI", 2: "PMIx"}.get(r, "command line") if launchers else "command line"
+    want = {1: "Open MPI", 2: "PMIx"}.get(r, "command line") if launchers == 1 else "PMIx" if launchers == 2 else "command line"
     if d["launcher"] != want:
         bad.append("rank %d: launcher %s, expected %s" % (r, d["launcher"], want))
     if "switch" in out:
@@ -140,18 +166,21 @@ if lost < 0 and exact or lost > tx // 100 + (0 if exact else bdrops):
 if loss > 0 and (bdrops == 0 or retx == 0):
     bad.append("loss %.1f%%: bridge dropped %d, retransmits %d: loss recovery not exercised" % (loss, bdrops, retx))
 d0 = json.load(open("%s/r0.json" % tmp))
-if len(d0["job_storm"]) != n:
+if len(d0["job_storm"]) != n or not all(s["start_to_ahs_ms"] > 0 for s in d0["job_storm"]):
     bad.append("rank 0 gathered %d storm times" % len(d0["job_storm"]))
+if launchers == 2 and d0["bootstrap"] != "PMIx":
+    bad.append("rank 0's bootstrap: %s" % d0["bootstrap"])
 for b in bad:
     print("FAIL:", b)
 c = d0["collectives"]
 print("job: %d ranks, sent %d = received %d + rx drops %d + missed %d + bridge drops %d + lost in the kernel %d; retransmits %d; "
-      "rank 0 p50/p99 us: barrier %.0f/%.0f allgather %.0f/%.0f alltoall %.0f/%.0f; storm max %.1f ms"
+      "rank 0 p50/p99 us: barrier %.0f/%.0f allgather %.0f/%.0f alltoall %.0f/%.0f; storm max %.1f ms; "
+      "start barrier to AHs to all peers max %.1f ms"
       % (n, tx, rx, rxd, missed, bdrops, lost, retx, c["barrier"]["p50_us"], c["barrier"]["p99_us"],
          c["allgather"]["p50_us"], c["allgather"]["p99_us"], c["alltoall"]["p50_us"], c["alltoall"]["p99_us"],
-         max(s["ms"] for s in d0["job_storm"])))
+         max(s["ms"] for s in d0["job_storm"]), max(s["start_to_ahs_ms"] for s in d0["job_storm"])))
 sys.exit(1 if bad else 0)
 PY
 grep -h 'accounting:' "$tmp/r0.out"
-[ $fail -eq 0 ] && echo "PASS: $n ranks on $pmd behind a bridge${loss:+, $loss% loss on 2 ports}, ${took} s"
+[ $fail -eq 0 ] && echo "PASS: $n ranks on $pmd behind a bridge${loss:+, $loss% loss on 2 ports}$([ $mpi -eq 1 ] && echo ", under mpirun with PMIx"), ${took} s"
 exit $fail
