@@ -62,6 +62,9 @@ cleanup() {
   local p
   for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
   fabric_down "$ns"
+  # The ranks' EAL runtime directories (every rank's --file-prefix starts
+  # with $ns-): DPDK 22.11 empties its own but leaves the directory.
+  rm -rf "${XDG_RUNTIME_DIR:-/var/run}/dpdk/$ns"-* /var/run/dpdk/"$ns"-* 2>/dev/null
   [ -n "${KEEP:-}" ] && cp -r "$tmp" /tmp/coll_bridge_keep; rm -rf "$tmp"
 }
 trap cleanup EXIT
