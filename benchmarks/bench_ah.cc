@@ -36,6 +36,9 @@
  * list).
  *
  * --no_memory_report skips the report (e.g. to profile the benchmarks).
+ * --storm_sizes=N1,N2,... adds storm/registry_batch/N for each N: the
+ * create/registry_batch benchmark at the AH counts of a job's AH storm
+ * (benchmarks/ah_storm.py: N ranks' N(N - 1) AHs, or one rank's N - 1).
  *
  * Run e.g. (on a shared VM do not pin it with taskset: a busy CPU made
  * every figure 2-5x worse there):
@@ -536,6 +539,27 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (strcmp(argv[i], "--no_memory_report") == 0) {
 			report = false;
+			for (int j = i; j < argc; j++)
+				argv[j] = argv[j + 1];
+			argc--;
+			break;
+		}
+	for (int i = 1; i < argc; i++)
+		if (strncmp(argv[i], "--storm_sizes=", 14) == 0) {
+			for (const char *p = argv[i] + 14; *p != '\0';) {
+				char *end;
+				const unsigned long n = strtoul(p, &end, 10);
+				if (end == p || n == 0 || n > max_ah / 2 || (*end != ',' && *end != '\0')) {
+					fprintf(stderr, "bench_ah: --storm_sizes: '%s' is not a list of AH counts 1..%u\n",
+						argv[i] + 14, max_ah / 2);
+					return 1;
+				}
+				benchmark::RegisterBenchmark("storm/registry_batch", BM_create<reg_batch_impl>)
+					->Arg(int64_t(n))
+					->UseManualTime()
+					->Unit(benchmark::kMicrosecond);
+				p = *end == ',' ? end + 1 : end;
+			}
 			for (int j = i; j < argc; j++)
 				argv[j] = argv[j + 1];
 			argc--;
