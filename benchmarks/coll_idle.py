@@ -125,7 +125,7 @@ def main():
             print("%-10s %-6s %8.1f %8.1f %8.1f %8.1f %8.1f %8.1f %8.2f %7s%s"
                   % ("%s:%d" % (kind, n), m, med["p50"]["barrier"], med["p99"]["barrier"], med["p50"]["allgather"],
                      med["p99"]["allgather"], med["p50"]["alltoall"], med["p99"]["alltoall"],
-                     statistics.median(x["wall"]), "%.2f" % (s50 / busy50) if busy50 else "-",
+                     statistics.median(x["wall"]), "%.3f" % (s50 / busy50) if busy50 else "-",
                      "  (%d of %d runs failed)" % (x["fail"], a.rounds) if x["fail"] else ""))
         sys.stdout.flush()
 

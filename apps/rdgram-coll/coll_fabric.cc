@@ -98,7 +98,15 @@ int open_user_port(const std::string &devargs, uint32_t rank, uint16_t *port, bo
 	if (rte_eth_dev_get_port_by_name(name.c_str(), port) == 0)
 		return 0; /* given to the EAL (--vdev, -a) */
 	if (int rc = rte_dev_probe(args.c_str()); rc < 0) {
-		fprintf(stderr, "rdgram-coll: rank %u: cannot probe --port '%s': %s\n", rank, args.c_str(), strerror(-rc));
+		/* DPDK 22.11's net_af_packet joins the PACKET_FANOUT group
+		 * (getpid() ^ ifindex) & 0xffff: two processes in one network
+		 * namespace can collide, and the probe then fails. */
+		const bool afp = args.rfind("net_af_packet", 0) == 0 || args.rfind("eth_af_packet", 0) == 0;
+		fprintf(stderr, "rdgram-coll: rank %u: cannot probe --port '%s': %s%s\n", rank, args.c_str(), strerror(-rc),
+			afp ? " (if the PMD said PACKET_FANOUT: another process of this namespace has the same fanout "
+			      "group, (pid ^ ifindex) & 0xffff; give the veths other ifindexes, as "
+			      "tests/integration/lib.sh fabric_up does)"
+			    : "");
 		return 1;
 	}
 	if (rte_eth_dev_get_port_by_name(name.c_str(), port) != 0) {
