@@ -234,8 +234,8 @@ void time_bursts(benchmark::State &st, tx_rig &r)
 		r.complete_burst();
 	}
 	benchmark::DoNotOptimize(r.model.rings().sq_buf[0]);
-	if (r.q.counters().tx_drops() != 0 || r.q.mlx5_stats().tx_inline_too_long != 0 ||
-	    r.q.mlx5_stats().tx_too_many_segs != 0)
+	if (r.q.counters().tx_drops() != 0 || r.q.counters().tx_inline_too_long != 0 ||
+	    r.q.counters().tx_too_many_segs != 0)
 		st.SkipWithError("drops counted");
 	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
 }
@@ -287,7 +287,7 @@ void tx_mlx5_path(benchmark::State &st)
 	}
 	time_bursts(st, r);
 	st.counters["bf_copies_per_burst"] =
-		double(r.q.mlx5_stats().bf_copies) / double(r.q.mlx5_stats().doorbells);
+		double(r.q.counters().bf_copies) / double(r.q.counters().doorbells);
 }
 
 /* tx/mlx5_path with bursts that are not one run: every WR to a destination
@@ -508,8 +508,8 @@ void tx_mlx5_path_data(benchmark::State &st, unsigned nsegs)
 	}
 	r.q.tx_flush();
 	benchmark::DoNotOptimize(r.model.rings().sq_buf[0]);
-	if (r.q.counters().tx_drops() != 0 || r.q.mlx5_stats().tx_inline_too_long != 0 ||
-	    r.q.mlx5_stats().tx_too_many_segs != 0)
+	if (r.q.counters().tx_drops() != 0 || r.q.counters().tx_inline_too_long != 0 ||
+	    r.q.counters().tx_too_many_segs != 0)
 		st.SkipWithError("drops counted");
 	st.SetItemsProcessed(int64_t(st.iterations()) * burst);
 }
@@ -719,7 +719,7 @@ void rx_rx_burst(benchmark::State &st)
 			break;
 		}
 	}
-	const mlx5_counters &x = r.q.mlx5_stats();
+	const mlx5_counters &x = r.q.counters();
 	if (x.rx_grh_unparsed != 0 || x.rx_wqe_mismatch != 0 || x.rx_cqe_bad_len != 0)
 		st.SkipWithError("unexpected drops or mismatches");
 	st.SetItemsProcessed(int64_t(got));

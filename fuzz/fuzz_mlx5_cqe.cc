@@ -239,7 +239,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			memcpy(reinterpret_cast<uint8_t *>(uintptr_t(be64toh(d->addr))), grh, 40);
 		}
 	}
-	const mlx5_counters before = q->mlx5_stats();
+	const mlx5_counters before = q->counters();
 	for (size_t i = 0; i < nr; i++)
 		memcpy(H->rcq + i * 64, cqes + i * 64, 64);
 
@@ -289,7 +289,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(++calls <= rcq_cnt);
 		all.insert(all.end(), wcs, wcs + k);
 	}
-	const mlx5_counters got = q->mlx5_stats();
+	const mlx5_counters got = q->counters();
 	FUZZ_CHECK(all.size() == want_delivered);
 	FUZZ_CHECK(got.rx_cqe_unexpected == want.rx_cqe_unexpected);
 	FUZZ_CHECK(got.rx_cqe_no_wqe == want.rx_cqe_no_wqe);
@@ -370,9 +370,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint32_t sconsumed = 0;
 		while (sconsumed < scq_cnt && owned(H->scq + sconsumed * 64, sconsumed, scq_cnt))
 			sconsumed++;
-		const mlx5_counters b = q->mlx5_stats();
+		const mlx5_counters b = q->counters();
 		q->tx_flush();
-		const mlx5_counters a = q->mlx5_stats();
+		const mlx5_counters a = q->counters();
 		FUZZ_CHECK(q->sq_outstanding() <= out0);
 		FUZZ_CHECK((a.tx_cqes - b.tx_cqes) + (a.tx_cqe_err - b.tx_cqe_err) +
 				   (a.rx_cqe_unexpected - b.rx_cqe_unexpected) ==

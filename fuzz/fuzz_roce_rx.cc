@@ -181,28 +181,28 @@ expect reference(const uint8_t *f, size_t n)
 /* What rx_burst did with one frame. */
 struct outcome {
 	verdict v = verdict::drop;
-	int counter = -1; /* index in RDGRAM_RX_DROPS of the drop */
+	int counter = -1; /* index in RDGRAM_SOFT_RX_DROPS of the drop */
 	uint32_t byte_len = 0;
 	std::vector<uint8_t> bytes; /* delivered mbuf data */
 };
 
-/* The counters as an array, in RDGRAM_RX_DROPS order. */
-std::vector<uint64_t> drops_of(const qp_counters &c)
+/* The counters as an array, in RDGRAM_SOFT_RX_DROPS order. */
+std::vector<uint64_t> drops_of(const soft::soft_counters &c)
 {
 	return {
-#define X(name, desc) c.name,
-		RDGRAM_RX_DROPS(X)
+#define X(name, kind, desc) c.name,
+		RDGRAM_SOFT_RX_DROPS(X)
 #undef X
 	};
 }
 int counter_index(const char *n)
 {
 	int i = 0;
-#define X(name, desc)                                                           \
+#define X(name, kind, desc)                                                     \
 	if (strcmp(n, #name) == 0)                                              \
 		return i;                                                       \
 	i++;
-	RDGRAM_RX_DROPS(X)
+	RDGRAM_SOFT_RX_DROPS(X)
 #undef X
 	return -1;
 }
@@ -266,12 +266,12 @@ void check_delivered(const uint8_t *f, const expect &e, const recv_wc &wc)
 outcome run(const uint8_t *f, rte_mbuf *m, const expect &e)
 {
 	outcome o;
-	const qp_counters c0 = H->q.counters();
+	const soft::soft_counters c0 = H->q.counters();
 	const std::vector<uint64_t> before = drops_of(c0);
 	FUZZ_CHECK(rte_ring_enqueue(H->rx, m) == 0);
 	recv_wc wc[4];
 	const uint16_t nb = H->q.rx_burst(wc, 4);
-	const qp_counters c1 = H->q.counters();
+	const soft::soft_counters c1 = H->q.counters();
 	const std::vector<uint64_t> after = drops_of(c1);
 	FUZZ_CHECK(rte_ring_count(H->rx) == 0);
 
@@ -367,8 +367,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (verbose()) {
 		static const char *const names[] = {
-#define X(name, desc) #name,
-			RDGRAM_RX_DROPS(X)
+#define X(name, kind, desc) #name,
+			RDGRAM_SOFT_RX_DROPS(X)
 #undef X
 		};
 		printf("roce_rx: %zu bytes: %s\n", size,

@@ -538,7 +538,7 @@ int main(int argc, char **argv)
 		stop_worker();
 
 		/* Every rank's device closes: its mbufs must all be back. */
-		std::vector<qp_counters> qctr(j.ranks.size());
+		std::vector<soft::soft_counters> qctr(j.ranks.size());
 		std::vector<rte_eth_stats> pstats(j.ranks.size());
 		unsigned arp_matched = 0, in_use = 0, pmd_held = 0, leaked = 0;
 		for (size_t i = 0; i < j.ranks.size(); i++) {
@@ -671,18 +671,17 @@ int main(int argc, char **argv)
 			 * app sent is what the port took plus what it refused or
 			 * dropped by name; what the port delivered is what the
 			 * app received plus its named drops; every mbuf back. */
-			qp_counters q{};
+			soft::soft_counters q{};
 			uint64_t imissed = 0;
 			for (size_t i = 0; i < qctr.size(); i++) {
 				q += qctr[i];
 				imissed += pstats[i].imissed;
 			}
 			std::string reasons, jreasons;
-			q.for_each([&](const char *name, const char *, uint64_t v) {
-				if (v == 0 || (strncmp(name, "rx_", 3) != 0 && strncmp(name, "tx_", 3) != 0) ||
-				    !strcmp(name, "rx_pkts") || !strcmp(name, "rx_bytes") || !strcmp(name, "tx_pkts") ||
-				    !strcmp(name, "tx_bytes"))
+			q.for_each([&](const xstat_name &n, uint64_t v) {
+				if (v == 0 || n.kind == counter_kind::traffic)
 					return;
+				const char *name = n.name;
 				reasons += std::string(" ") + name + "=" + std::to_string(v);
 				jreasons += std::string(jreasons.empty() ? "" : ",") + "\"" + name + "\":" + std::to_string(v);
 			});

@@ -103,7 +103,7 @@ struct snapshot {
 	double elapsed_s;
 	uint64_t loops;
 	struct port_snap {
-		qp_counters drv;
+		soft::soft_counters drv;
 		qp_app_counters qc[max_qps];
 		ah_client_counters reply[max_qps];
 		uint32_t waiting;
@@ -160,7 +160,7 @@ struct loop_ctx {
 	{
 		uint64_t n = 0;
 		for (unsigned p = 0; p < nports; p++) {
-			const qp_counters &k = ports[p]->q.counters();
+			const soft::soft_counters &k = ports[p]->q.counters();
 			n += k.rx_pkts + k.rx_to_control + k.rx_drops();
 		}
 		return n;

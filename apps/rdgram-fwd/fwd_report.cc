@@ -35,10 +35,10 @@ totals sum(const fwd_config &c, const snapshot &s)
 		t.to_control += ps.drv.rx_to_control;
 		t.tx_pkts += ps.drv.tx_pkts;
 		t.waiting += ps.waiting;
-#define X(name, desc) drop(#name, ps.drv.name);
-		RDGRAM_RX_DROPS(X)
-		RDGRAM_TX_DROPS(X)
-#undef X
+		ps.drv.for_each([&](const xstat_name &n, uint64_t v) {
+			if (n.kind == counter_kind::drop)
+				drop(n.name, v);
+		});
 		for (size_t i = 0; i < c.ports[p].qps.size(); i++) {
 			t.reflected += ps.qc[i].reflected;
 			t.forwarded += ps.qc[i].forwarded;
@@ -110,8 +110,8 @@ void write_json(FILE *f, const fwd_config &c, const snapshot &s, const std::vect
 		});
 		fprintf(f, "},\n     \"driver\": {");
 		bool first = true;
-		ps.drv.for_each([&](const char *name, const char *, uint64_t v) {
-			fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", name, u64(v));
+		ps.drv.for_each([&](const xstat_name &n, uint64_t v) {
+			fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", n.name, u64(v));
 			first = false;
 		});
 		fprintf(f, "},\n     \"waiting\": %u,\n     \"qps\": [\n", ps.waiting);
@@ -179,11 +179,10 @@ void print_table(FILE *f, const fwd_config &c, const snapshot &s, const std::vec
 			u64(pr.ahs.neigh_waits), u64(pr.neigh.learned), u64(pr.neigh.replies_sent));
 		fprintf(f, "   driver   rx_pkts %llu  tx_pkts %llu  rx_to_control %llu  tx_control %llu\n",
 			u64(ps.drv.rx_pkts), u64(ps.drv.tx_pkts), u64(ps.drv.rx_to_control), u64(ps.drv.tx_control));
-		ps.drv.for_each([&](const char *name, const char *desc, uint64_t v) {
-			if (v != 0 && (strncmp(name, "rx_", 3) == 0 || strncmp(name, "tx_", 3) == 0) &&
-			    strcmp(name, "rx_pkts") && strcmp(name, "tx_pkts") && strcmp(name, "rx_bytes") &&
-			    strcmp(name, "tx_bytes") && strcmp(name, "rx_to_control") && strcmp(name, "tx_control"))
-				fprintf(f, "   %-22s %10llu  %s\n", name, u64(v), desc);
+		ps.drv.for_each([&](const xstat_name &n, uint64_t v) {
+			if (v != 0 && n.kind != counter_kind::traffic && strcmp(n.name, "rx_to_control") &&
+			    strcmp(n.name, "tx_control"))
+				fprintf(f, "   %-22s %10llu  %s\n", n.name, u64(v), n.desc);
 		});
 		for (size_t i = 0; i < pr.cfg->qps.size(); i++) {
 			const auto &q = ps.qc[i];

@@ -106,13 +106,16 @@ inline uint16_t node_rx(node &n, recv_wc *w, uint16_t k)
 #endif
 	return n.q.rx_burst(w, k);
 }
-const qp_counters &node_counters(const node &n)
+/* Calls f with the node's counter set (its driver's, stats.h). */
+template <class F> void with_counters(const node &n, F &&f)
 {
 #ifdef RDGRAM_MCAST_VERBS
-	if (n.verbs)
-		return n.vq.counters();
+	if (n.verbs) {
+		f(n.vq.counters());
+		return;
+	}
 #endif
-	return n.q.counters();
+	f(n.q.counters());
 }
 
 struct publisher {
@@ -695,9 +698,13 @@ int report(run &r)
 	int st = 0;
 	const size_t ng = c.groups.size();
 	if (r.pub != nullptr) {
-		const qp_counters &k = node_counters(*r.pub->n);
+		uint64_t tx_pkts = 0, tx_drops = 0;
+		with_counters(*r.pub->n, [&](const auto &k) {
+			tx_pkts = k.tx_pkts;
+			tx_drops = k.tx_drops();
+		});
 		printf("pub: last_seq=%lu groups=%zu tx_pkts=%lu tx_drops=%lu refused=%lu skipped=%zu duplicated=%zu\n",
-		       (unsigned long)r.pub->last_seq, ng, (unsigned long)k.tx_pkts, (unsigned long)k.tx_drops(),
+		       (unsigned long)r.pub->last_seq, ng, (unsigned long)tx_pkts, (unsigned long)tx_drops,
 		       (unsigned long)r.pub->refused, c.skip_seq.size(), c.dup_seq.size());
 	}
 	for (size_t i = 0; i < r.subs.size(); i++) {
@@ -711,23 +718,23 @@ int report(run &r)
 			reord += s.trk[g].reordered();
 			old += s.trk[g].too_old();
 		}
-		const qp_counters &k = node_counters(*s.n);
+		uint64_t rx_drops = 0;
+		std::string reasons;
+		with_counters(*s.n, [&](const auto &k) {
+			rx_drops = k.rx_drops();
+			k.for_each([&](const xstat_name &n, uint64_t v) {
+				if (n.kind == counter_kind::drop && n.rx() && v != 0)
+					reasons += std::string(" ") + n.name + "=" + std::to_string(v);
+			});
+		});
 		printf("sub%zu: received=%lu missing=%lu dup=%lu reordered=%lu too_old=%lu malformed=%lu foreign=%lu "
 		       "rx_drops=%lu\n",
 		       i, (unsigned long)s.received.load(), (unsigned long)miss, (unsigned long)dups,
 		       (unsigned long)reord, (unsigned long)old, (unsigned long)s.malformed.load(),
-		       (unsigned long)s.foreign.load(), (unsigned long)k.rx_drops());
-		if (k.rx_drops() != 0) {
-			/* Each reason by name: on a real link most are frames
-			 * that are not RoCE at all (the kernel's ICMPv6, ...). */
-			printf("sub%zu: rx_drops by reason:", i);
-#define X(name, desc)                                                                                                  \
-	if (k.name != 0)                                                                                               \
-		printf(" " #name "=%lu", (unsigned long)k.name);
-			RDGRAM_RX_DROPS(X)
-#undef X
-			printf("\n");
-		}
+		       (unsigned long)s.foreign.load(), (unsigned long)rx_drops);
+		if (rx_drops != 0) /* each reason by name: on a real link most are frames
+				    * that are not RoCE at all (the kernel's ICMPv6, ...) */
+			printf("sub%zu: rx_drops by reason:%s\n", i, reasons.c_str());
 		printf("sub%zu: latency_ns samples=%lu p50=%lu p99=%lu p99.9=%lu max=%lu (one-way, TSC)\n", i,
 		       (unsigned long)s.hist.count(), (unsigned long)s.hist.quantile_ns(0.5),
 		       (unsigned long)s.hist.quantile_ns(0.99), (unsigned long)s.hist.quantile_ns(0.999),

@@ -182,8 +182,8 @@ struct status_printer {
 		for (const auto *q : qps) {
 			telemetry::qp_snapshot s;
 			if (q->read(&s)) {
-				drops += s.qp.rx_drops() + s.qp.tx_drops();
-				rx += s.qp.rx_pkts;
+				drops += s.drops();
+				rx += s.value("rx_pkts");
 			}
 		}
 		const double el = double(now - start) / hz;
@@ -305,23 +305,22 @@ int oob_swap(const perf_config &c, const endpoint_config &self, endpoint_config 
 /* SIGINT, SIGTERM: perf_tests.h's loops end as at their deadline. */
 void on_stop_signal(int) { perf_stop.store(true, std::memory_order_relaxed); }
 
-bool counted(const char *name, uint64_t v)
+bool counted(const xstat_name &n, uint64_t v)
 {
-	return v != 0 && strncmp(name, "rx_pkts", 7) != 0 && strncmp(name, "tx_pkts", 7) != 0 &&
-	       strncmp(name, "rx_bytes", 8) != 0 && strncmp(name, "tx_bytes", 8) != 0;
+	return v != 0 && n.kind != counter_kind::traffic;
 }
 
 /* The queues' non-zero counters after the results (stdout flushed first,
  * so a pipe keeps the order): one line per role, "ROLE counters:
  * name=value ..." (scripts read it), then what each name means. */
-void print_counters(const std::vector<std::pair<const char *, const qp_counters *>> &qs)
+void print_counters(const std::vector<std::pair<const char *, const soft::soft_counters *>> &qs)
 {
 	std::vector<std::pair<const char *, const char *>> seen; /* name, description */
 	for (const auto &[role, k] : qs)
-		k->for_each([&](const char *name, const char *desc, uint64_t v) {
-			if (counted(name, v) &&
-			    std::none_of(seen.begin(), seen.end(), [&](const auto &p) { return strcmp(p.first, name) == 0; }))
-				seen.push_back({name, desc});
+		k->for_each([&](const xstat_name &n, uint64_t v) {
+			if (counted(n, v) &&
+			    std::none_of(seen.begin(), seen.end(), [&](const auto &p) { return strcmp(p.first, n.name) == 0; }))
+				seen.push_back({n.name, n.desc});
 		});
 	fflush(stdout);
 	if (seen.empty())
@@ -329,12 +328,12 @@ void print_counters(const std::vector<std::pair<const char *, const qp_counters 
 	fprintf(stderr, " queue counters, non-zero (packets and bytes left out):\n");
 	for (const auto &[role, k] : qs) {
 		bool any = false;
-		k->for_each([&](const char *name, const char *, uint64_t v) {
-			if (!counted(name, v))
+		k->for_each([&](const xstat_name &n, uint64_t v) {
+			if (!counted(n, v))
 				return;
 			if (!any)
 				fprintf(stderr, " %s counters:", role);
-			fprintf(stderr, " %s=%lu", name, (unsigned long)v);
+			fprintf(stderr, " %s=%lu", n.name, (unsigned long)v);
 			any = true;
 		});
 		if (any)

@@ -89,12 +89,9 @@ int run_soft_peer(runtime &rt, const perf_config &c, uint64_t deadline)
 	/* Every drop counter that is not zero, by name (frames of other
 	 * protocols on a shared link land in rx_not_udp and the like). */
 	std::string drops;
-	q.counters().for_each([&](const char *name, const char *, uint64_t v) {
-		if (v != 0 && strncmp(name, "rx_pkts", 7) != 0 && strncmp(name, "tx_pkts", 7) != 0 &&
-		    strncmp(name, "rx_bytes", 8) != 0 && strncmp(name, "tx_bytes", 8) != 0)
-		{
-			drops.append(1, ' ').append(name).append(1, '=').append(std::to_string(v));
-		}
+	q.counters().for_each([&](const xstat_name &n, uint64_t v) {
+		if (v != 0 && n.kind != counter_kind::traffic)
+			drops.append(1, ' ').append(n.name).append(1, '=').append(std::to_string(v));
 	});
 	fprintf(stderr, " %s counters: rx_pkts=%lu tx_pkts=%lu%s\n", c.mode.c_str(),
 		(unsigned long)q.counters().rx_pkts, (unsigned long)q.counters().tx_pkts, drops.c_str());

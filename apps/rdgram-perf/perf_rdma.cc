@@ -88,7 +88,6 @@ struct verbs_side {
 		return 0;
 	}
 	rte_mempool *mempool() const { return mp; }
-	const verbs::verbs_counters &driver_stats() const { return q.verbs_stats(); }
 	uint32_t inline_max(const perf_config &c) const
 	{
 		return c.inline_size < q.max_inline() ? c.inline_size : q.max_inline();
@@ -131,7 +130,6 @@ struct mlx5_side {
 		return 0;
 	}
 	rte_mempool *mempool() const { return dev.mempool(); }
-	const mlx5::mlx5_counters &driver_stats() const { return q.mlx5_stats(); }
 	uint32_t inline_max(const perf_config &c) const { return c.inline_size; }
 	void close()
 	{
@@ -194,36 +192,16 @@ bool learn_client(runtime &rt, S &s, const perf_config &c, const loop_env &env, 
 	}
 }
 
-/* Every drop counter of the queue that is not zero, by name: the generic
- * reasons (stats.h) and the driver's own (RDGRAM_VERBS_DROPS,
- * RDGRAM_MLX5_DROPS). One line on stderr, none when nothing was dropped. */
-template <class Q, class D>
-void print_drops(const char *drv, const Q &q, const D &xc)
+/* Every drop counter of the queue that is not zero, by name: the driver's
+ * whole set (stats.h, drivers/<d>/<d>_counters.h). One line on stderr,
+ * none when nothing was dropped. */
+template <class Q> void print_drops(const char *drv, const Q &q)
 {
 	std::string out;
-	const qp_counters &k = q.counters();
-	auto add = [&](const char *name, uint64_t v) {
-		if (v != 0)
-			out += std::string(" ") + name + "=" + std::to_string(v);
-	};
-#define X(name, desc) add(#name, k.name);
-	RDGRAM_RX_DROPS(X)
-	RDGRAM_TX_DROPS(X)
-#undef X
-#ifdef RDGRAM_PERF_VERBS
-	if constexpr (std::is_same_v<D, verbs::verbs_counters>) {
-#define X(name, desc) add(#name, xc.name);
-		RDGRAM_VERBS_DROPS(X)
-#undef X
-	}
-#endif
-#ifdef RDGRAM_PERF_MLX5
-	if constexpr (std::is_same_v<D, mlx5::mlx5_counters>) {
-#define X(name, desc) add(#name, xc.name);
-		RDGRAM_MLX5_DROPS(X)
-#undef X
-	}
-#endif
+	q.counters().for_each([&](const xstat_name &n, uint64_t v) {
+		if (n.kind == counter_kind::drop && v != 0)
+			out += std::string(" ") + n.name + "=" + std::to_string(v);
+	});
 	if (!out.empty())
 		fprintf(stderr, "rdgram-perf: driver %s drops:%s\n", drv, out.c_str());
 }
@@ -274,7 +252,7 @@ template <class S> int run_side_peer(runtime &rt, S &s, const perf_config &c, ui
 	ah_handle ah = ah_null;
 	const int status = run_peer(c, pp, ps, deadline, &ah);
 	poll_thread_offline(rt.qsbr(), lcore);
-	print_drops(S::name, s.q, s.driver_stats());
+	print_drops(S::name, s.q);
 	if (ah != ah_null)
 		rt.ctl().call([&] { s.dev.destroy_ah(ah); });
 	s.close();
@@ -414,7 +392,7 @@ template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 	}
 	poll_thread_offline(rt.qsbr(), lcore);
 	fflush(stdout);
-	print_drops(S::name, s.q, s.driver_stats());
+	print_drops(S::name, s.q);
 	if (to.ah != ah_null)
 		rt.ctl().call([&] { s.dev.destroy_ah(to.ah); });
 	s.close();

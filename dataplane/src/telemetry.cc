@@ -68,11 +68,8 @@ bool seqlock_read(const std::atomic<uint64_t> &seq, const std::atomic<uint64_t> 
 
 static_assert(sizeof(ah_client_counters) == sizeof(qp_snapshot::client));
 
-void qp_publisher::publish(const qp_counters &q, const ah_client *c, uint64_t now)
+void qp_publisher::publish_snapshot(qp_snapshot &s, const ah_client *c, uint64_t now)
 {
-	qp_snapshot s;
-	memset(&s, 0, sizeof(s));
-	s.qp = q;
 	if (c != nullptr) {
 		memcpy(s.client, &c->counters(), sizeof(s.client));
 		s.waiting_messages = c->waiting_messages();
@@ -302,11 +299,12 @@ int cmd_qps(const char *, const char *params, rte_tel_data *d)
 		if (have) {
 			/* Microseconds since the poll thread last published. */
 			rte_tel_data_add_dict_u64(c, "age_us", uint64_t(age_s(snap.published_tsc) * 1e6));
-			snap.qp.for_each([&](const char *name, const char *, uint64_t v) {
-				rte_tel_data_add_dict_u64(c, name, v);
-			});
-			rte_tel_data_add_dict_u64(c, "rx_drops", snap.qp.rx_drops());
-			rte_tel_data_add_dict_u64(c, "tx_drops", snap.qp.tx_drops());
+			if (snap.driver_name() != nullptr)
+				rte_tel_data_add_dict_string(c, "driver", snap.driver_name());
+			snap.for_each([&](const xstat_name &n, uint64_t v) { rte_tel_data_add_dict_u64(c, n.name, v); });
+			rte_tel_data_add_dict_u64(c, "rx_drops", snap.drops(drop_side::rx));
+			rte_tel_data_add_dict_u64(c, "tx_drops", snap.drops(drop_side::tx));
+			rte_tel_data_add_dict_u64(c, "drops", snap.drops());
 			if (snap.has_client) {
 				for_each_client_counter(snap.client, [&](const char *name, uint64_t v) {
 					rte_tel_data_add_dict_u64(c, (std::string("ah_") + name).c_str(), v);
@@ -319,6 +317,41 @@ int cmd_qps(const char *, const char *params, rte_tel_data *d)
 	if (!only.empty() && !found)
 		return -EINVAL; /* DPDK answers null for a failed command */
 	return 0;
+}
+
+/* One QP's counters as DPDK's /ethdev/xstats: name -> {value, kind,
+ * description}. */
+int cmd_xstats(const char *, const char *params, rte_tel_data *d)
+{
+	state &s = g();
+	std::lock_guard<std::mutex> lk(s.mu);
+	rte_tel_data_start_dict(d);
+	if (!s.attached)
+		return 0;
+	if (params == nullptr || *params == 0)
+		return -EINVAL; /* which QP */
+	for (const qp_info &q : s.a.qps) {
+		if (q.name != params)
+			continue;
+		qp_snapshot snap;
+		if (q.pub == nullptr || !q.pub->read(&snap))
+			return 0; /* not published yet: empty */
+		int rc = 0;
+		snap.for_each([&](const xstat_name &n, uint64_t v) {
+			rte_tel_data *c = rte_tel_data_alloc();
+			if (c == nullptr) {
+				rc = -ENOMEM;
+				return;
+			}
+			rte_tel_data_start_dict(c);
+			rte_tel_data_add_dict_u64(c, "value", v);
+			rte_tel_data_add_dict_string(c, "kind", counter_kind_name(n.kind));
+			add_str(c, "description", n.desc);
+			rte_tel_data_add_dict_container(d, n.name, c, 0);
+		});
+		return rc;
+	}
+	return -EINVAL;
 }
 
 int cmd_ah(const char *, const char *, rte_tel_data *d)
@@ -419,7 +452,9 @@ int attach(attachment a)
 			{"/rdgram/lcores", cmd_lcores, "rdgram poll lcores: role, CPU, NUMA node. No parameters"},
 			{"/rdgram/ports", cmd_ports, "rdgram ports: driver, MAC, GIDs, MTU, ethdev totals. No parameters"},
 			{"/rdgram/qps", cmd_qps,
-			 "rdgram QP counters, every drop reason. Parameters: none (all) or a QP name"},
+			 "rdgram QP counters of every driver, every drop reason. Parameters: none (all) or a QP name"},
+			{"/rdgram/xstats", cmd_xstats,
+			 "rdgram QP counters with kind and description. Parameters: a QP name"},
 			{"/rdgram/ah", cmd_ah, "rdgram AH registry summary. No parameters"},
 			{"/rdgram/pending", cmd_pending, "rdgram AH pending queues. No parameters"},
 		};

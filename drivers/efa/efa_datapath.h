@@ -58,6 +58,7 @@
 #include <rte_mempool.h>
 
 #include "efa_ah.h"
+#include "efa_counters.h"
 #include "ibv_lkey_map.h"
 #include "rdgram/ah_table.h"
 #include "rdgram/stats.h"
@@ -65,28 +66,6 @@
 #include "rdgram/wire.h"
 
 namespace rdgram::efa {
-
-/* EFA-specific counters, beside qp_counters. */
-#define RDGRAM_EFA_COUNTERS(X)                                                        \
-	X(tx_post_errors, "send WRs lost: ibv_wr_complete refused the batch")          \
-	X(tx_cqe_errors, "send completions with an error status")                      \
-	X(rx_cqe_errors, "receive completions with an error status (buffer freed)")    \
-	X(rx_post_errors, "receive buffers ibv_post_recv refused (freed)")             \
-	X(rx_no_mbuf, "receive refills cut short: mempool empty")                      \
-	X(rx_sgid_read, "receives from a sender without our AH, SGID read")            \
-	X(rx_sgid_unavailable, "receives from a sender without our AH, SGID not readable")
-
-struct efa_counters {
-#define X(name, desc) uint64_t name;
-	RDGRAM_EFA_COUNTERS(X)
-#undef X
-	template <class F> void for_each(F &&f) const
-	{
-#define X(name, desc) f(#name, desc, name);
-		RDGRAM_EFA_COUNTERS(X)
-#undef X
-	}
-};
 
 /* A queue's set-up (efa_device::create_queue). */
 struct efa_queue_config {
@@ -115,8 +94,7 @@ public:
 	efa_queue &operator=(const efa_queue &) = delete;
 	~efa_queue() { release(); }
 
-	const qp_counters &counters() const { return ctr_; }
-	const efa_counters &efa_stats() const { return ectr_; }
+	const efa_counters &counters() const { return ctr_; }
 	uint32_t qp_num() const { return qpn_; }
 	uint32_t qkey() const { return qkey_; }
 	bool srd() const { return srd_; }
@@ -139,7 +117,7 @@ public:
 			const unsigned k = rx_nfree_ < batch_ ? rx_nfree_ : batch_;
 			rte_mbuf *ms[max_recv_batch];
 			if (unlikely(rte_pktmbuf_alloc_bulk(mp_, ms, k) != 0)) {
-				ectr_.rx_no_mbuf++;
+				ctr_.rx_no_mbuf++;
 				return;
 			}
 			for (unsigned i = 0; i < k; i++) {
@@ -164,7 +142,7 @@ public:
 					rte_pktmbuf_free(rx_slot_[slot]);
 					rx_slot_[slot] = nullptr;
 					rx_free_[rx_nfree_++] = slot;
-					ectr_.rx_post_errors++;
+					ctr_.rx_post_errors++;
 				}
 				return;
 			}
@@ -259,7 +237,7 @@ public:
 					tx_slot_[used[j]] = nullptr;
 					tx_free_[tx_nfree_++] = used[j];
 				}
-				ectr_.tx_post_errors += posted;
+				ctr_.tx_post_lost += posted;
 			} else {
 				tx_outstanding_ += posted;
 				ctr_.tx_pkts += posted;
@@ -287,7 +265,7 @@ public:
 				rx_slot_[slot] = nullptr;
 				rx_free_[rx_nfree_++] = slot;
 				if (unlikely(rcq_->status != IBV_WC_SUCCESS)) {
-					ectr_.rx_cqe_errors++;
+					ctr_.rx_cqe_errors++;
 					rte_pktmbuf_free(m);
 					continue;
 				}
@@ -344,7 +322,7 @@ private:
 		do {
 			const uint32_t slot = uint32_t(scq_->wr_id);
 			if (unlikely(scq_->status != IBV_WC_SUCCESS))
-				ectr_.tx_cqe_errors++;
+				ctr_.tx_cqe_errors++;
 			if (tx_slot_[slot] != nullptr)
 				rte_pktmbuf_free(tx_slot_[slot]);
 			tx_slot_[slot] = nullptr;
@@ -361,9 +339,9 @@ private:
 		ibv_gid g;
 		if (dv_ != nullptr && efadv_wc_read_sgid(dv_, &g) == 0) {
 			memcpy(wc.sgid.raw, g.raw, 16);
-			ectr_.rx_sgid_read++;
+			ctr_.rx_sgid_read++;
 		} else {
-			ectr_.rx_sgid_unavailable++;
+			ctr_.rx_sgid_unavailable++;
 		}
 	}
 
@@ -418,8 +396,7 @@ private:
 	uint32_t rx_nfree_ = 0;
 	ibv_recv_wr rwr_[max_recv_batch]{};
 	ibv_sge rsge_[max_recv_batch]{};
-	qp_counters ctr_{};
-	efa_counters ectr_{};
+	efa_counters ctr_{};
 };
 static_assert(ud_driver<efa_queue>);
 

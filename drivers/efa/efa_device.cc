@@ -505,8 +505,7 @@ int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
 	for (uint32_t i = 0; i < rq; i++)
 		q.rx_free_[i] = rq - 1 - i;
 	q.rx_nfree_ = rq;
-	q.ctr_ = qp_counters{};
-	q.ectr_ = efa_counters{};
+	q.ctr_ = efa_counters{};
 	q.post_recvs();
 	nqueues_++;
 	return 0;

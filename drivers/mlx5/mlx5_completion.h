@@ -71,11 +71,11 @@ inline void mlx5_queue::reap_tx(unsigned budget)
 		cqe_fields f;
 		const cqe_class k = parse_cqe(*cqe, &f);
 		if (k == cqe_class::req)
-			xc_.tx_cqes++;
+			ctr_.tx_cqes++;
 		else if (k == cqe_class::req_err)
-			xc_.tx_cqe_err++;
+			ctr_.tx_cqe_err++;
 		else {
-			xc_.rx_cqe_unexpected++;
+			ctr_.rx_cqe_unexpected++;
 			continue;
 		}
 		complete_to(f.wqe_counter);
@@ -92,7 +92,7 @@ inline void mlx5_queue::complete_to(uint16_t wc)
 {
 	const uint32_t out = txq_.sq_pi - txq_.sq_ci;
 	if (unlikely(uint16_t(wc - uint16_t(txq_.sq_ci)) >= out)) {
-		xc_.tx_cqe_stray++;
+		ctr_.tx_cqe_stray++;
 		return;
 	}
 	const uint32_t mask = r_.sq_wqe_cnt - 1;
@@ -104,7 +104,7 @@ inline void mlx5_queue::complete_to(uint16_t wc)
 		const uint32_t tgt = txq_.sq_ci + uint16_t(wc - uint16_t(txq_.sq_ci));
 		const uint32_t b = txq_.sq_bbs[tgt & mask];
 		if (unlikely(b == 0)) {
-			xc_.tx_cqe_stray++;
+			ctr_.tx_cqe_stray++;
 			return;
 		}
 		const uint32_t from = txq_.sq_ci & mask, to = tgt & mask;
@@ -137,7 +137,7 @@ inline void mlx5_queue::complete_to(uint16_t wc)
 		const uint32_t b = txq_.sq_bbs[idx];
 		if (unlikely(b == 0)) {
 			/* WQE index not at a WQE start: stop, count. */
-			xc_.tx_cqe_stray++;
+			ctr_.tx_cqe_stray++;
 			break;
 		}
 		txq_.sq_bbs[idx] = 0;
@@ -156,31 +156,31 @@ inline bool mlx5_queue::rx_one(const mlx5_cqe64 &cqe, recv_wc &wc)
 	const cqe_class k = parse_cqe(cqe, &f);
 	if (unlikely(k != cqe_class::recv && k != cqe_class::resp_err &&
 		     k != cqe_class::inline_scatter)) {
-		xc_.rx_cqe_unexpected++;
+		ctr_.rx_cqe_unexpected++;
 		return false;
 	}
 	/* A responder CQE consumes the RQ's oldest WQE (UD RQs complete
 	 * in order). */
 	if (unlikely(rxq_.rq_ci == rxq_.rq_pi)) {
-		xc_.rx_cqe_no_wqe++;
+		ctr_.rx_cqe_no_wqe++;
 		return false;
 	}
 	const uint32_t idx = rxq_.rq_ci & (r_.rq_wqe_cnt - 1);
 	if (unlikely(f.wqe_counter != uint16_t(rxq_.rq_ci)))
-		xc_.rx_wqe_mismatch++;
+		ctr_.rx_wqe_mismatch++;
 	rte_mbuf *m = rxq_.rq_mbuf[idx];
 	rxq_.rq_mbuf[idx] = nullptr;
 	rxq_.rq_ci++;
 	if (unlikely(k != cqe_class::recv)) {
 		if (k == cqe_class::resp_err)
-			xc_.rx_cqe_err++;
+			ctr_.rx_cqe_err++;
 		else
-			xc_.rx_cqe_scatter++;
+			ctr_.rx_cqe_scatter++;
 		rte_pktmbuf_free(m);
 		return false;
 	}
 	if (unlikely(f.byte_cnt > rxq_.rx_len || f.byte_cnt < grh_len)) {
-		xc_.rx_cqe_bad_len++;
+		ctr_.rx_cqe_bad_len++;
 		rte_pktmbuf_free(m);
 		return false;
 	}
@@ -225,7 +225,7 @@ inline void mlx5_queue::fill_wc(const cqe_fields &f, rte_mbuf *m, recv_wc &wc)
 	if (c_.roce) {
 		detail::grh_l3 l3;
 		if (detail::classify_roce_grh(wc, area, &l3) != 0) {
-			xc_.rx_grh_unparsed++;
+			ctr_.rx_grh_unparsed++;
 			return;
 		}
 		v4 = l3 == detail::grh_l3::ipv4;
@@ -253,7 +253,7 @@ inline void mlx5_queue::refill()
 	while (want != 0) {
 		const uint32_t k = want < 64 ? want : 64;
 		if (rte_pktmbuf_alloc_bulk(mp_, ms, k) != 0) {
-			xc_.rq_no_mbuf++;
+			ctr_.rq_no_mbuf++;
 			break;
 		}
 		for (uint32_t i = 0; i < k; i++) {
@@ -283,7 +283,7 @@ inline void mlx5_queue::refill()
 	if (posted) {
 		rwqes_before_rq_dbrec();
 		store_be32(&r_.dbrec[MLX5_RCV_DBR], rxq_.rq_pi & 0xffff);
-		xc_.rq_doorbells++;
+		ctr_.rq_doorbells++;
 	}
 }
 

@@ -73,7 +73,6 @@ int mlx5_queue::attach(const rings &r, const queue_config &c, rte_mempool *mp, c
 	txq_.bf_off = 0;
 	txq_.since_signal = 0;
 	ctr_ = {};
-	xc_ = {};
 #if defined(RDGRAM_CPU_ISA_X86)
 	txq_.isa = cpu_isa_min(c.isa_cap, cpu_isa_max());
 #else

@@ -23,6 +23,7 @@
 
 #include "ibv_lkey_map.h"
 #include "mlx5_av.h"
+#include "mlx5_counters.h"
 #include "mlx5_ring.h"
 #include "mlx5_tx_writers.h"
 #include "rdgram/ah_table.h"
@@ -31,46 +32,6 @@
 #include "rdgram/ud.h"
 
 namespace rdgram::mlx5 {
-
-/* Counters of this driver beyond qp_counters (stats.h): drops first, each
- * with a name (X-macro, as stats.h), then events that are not drops. */
-#define RDGRAM_MLX5_DROPS(X)                                                             \
-	X(tx_inline_too_long, "inline send longer than the QP's max_inline_data")       \
-	X(tx_too_many_segs, "chained mbuf of more segments than the QP's max_send_sge") \
-	X(tx_cqe_err, "requester error CQE (MLX5_CQE_REQ_ERR); its WQEs' mbufs freed")  \
-	X(rx_cqe_err, "responder error CQE (MLX5_CQE_RESP_ERR); buffer back to its pool") \
-	X(rx_cqe_bad_len, "CQE byte_cnt beyond the posted buffer or under the GRH area") \
-	X(rx_cqe_scatter, "responder CQE with data scattered to the CQE (not enabled)") \
-	X(rx_cqe_unexpected, "CQE of an opcode or format this queue never asks for")     \
-	X(rx_cqe_no_wqe, "responder CQE with no receive WQE outstanding")               \
-	X(tx_cqe_stray, "requester CQE whose WQE index is not outstanding")
-
-struct mlx5_counters {
-#define X(name, desc) uint64_t name;
-	RDGRAM_MLX5_DROPS(X)
-#undef X
-	uint64_t doorbells;       /* SQ doorbells rung (one per burst) */
-	uint64_t bf_copies;       /* of which BlueFlame copies */
-	uint64_t tx_cqes;         /* requester CQEs (MLX5_CQE_REQ) */
-	uint64_t rq_doorbells;    /* RQ doorbell-record updates (refill batches) */
-	uint64_t rq_no_mbuf;      /* refills cut short: mempool empty */
-	uint64_t rx_wqe_mismatch; /* responder CQE wqe_counter not the RQ tail */
-	uint64_t rx_grh_unparsed; /* GRH area not IPv4/IPv6/IB GRH: GIDs left 0 */
-
-	template <class F> void for_each(F &&f) const
-	{
-#define X(name, desc) f(#name, desc, name);
-		RDGRAM_MLX5_DROPS(X)
-#undef X
-		f("doorbells", "SQ doorbells rung", doorbells);
-		f("bf_copies", "SQ doorbells that were BlueFlame copies", bf_copies);
-		f("tx_cqes", "requester CQEs", tx_cqes);
-		f("rq_doorbells", "RQ doorbell-record updates", rq_doorbells);
-		f("rq_no_mbuf", "RQ refills cut short: mempool empty", rq_no_mbuf);
-		f("rx_wqe_mismatch", "responder CQE wqe_counter differs from the RQ tail", rx_wqe_mismatch);
-		f("rx_grh_unparsed", "GRH area of unknown layout: GIDs left zero", rx_grh_unparsed);
-	}
-};
 
 /* Per-queue settings (setup). */
 struct queue_config {
@@ -201,8 +162,7 @@ public:
 	 * reset on hardware; the model stops reading). (Control path.) */
 	void detach();
 
-	const qp_counters &counters() const { return ctr_; }
-	const mlx5_counters &mlx5_stats() const { return xc_; }
+	const mlx5_counters &counters() const { return ctr_; }
 	/* The SIMD level of the inline run writers, chosen at attach:
 	 * avx512 (block_writer_avx512), avx2 (block_writer_avx2, whole
 	 * 4-byte words), otherwise the portable copy_writer. */
@@ -302,8 +262,7 @@ private:
 	/* Hot: what the poll thread reads and writes per burst. */
 	mlx5_txq_data txq_{};
 	mlx5_rxq_data rxq_{};
-	qp_counters ctr_{};
-	mlx5_counters xc_{};
+	mlx5_counters ctr_{};
 	ah_table<mlx5_av>::view ahs_{};
 	/* Read per burst, written at attach only. */
 	rings r_{};

@@ -200,7 +200,7 @@ __rte_always_inline mlx5_queue::tx_code mlx5_queue::tx_check(tx_burst_state &b, 
 		w.len = wr.inline_len;
 		if (unlikely(w.len > b.inline_max)) {
 			if (w.len > c_.max_inline)
-				xc_.tx_inline_too_long++;
+				ctr_.tx_inline_too_long++;
 			else
 				ctr_.tx_too_long++;
 			b.skipped++;
@@ -395,7 +395,7 @@ chain_gather mlx5_queue::gather_chain(const rte_mbuf *m)
 void mlx5_queue::count_chain_drop(chain_verdict v)
 {
 	if (v == chain_verdict::too_many_segs)
-		xc_.tx_too_many_segs++;
+		ctr_.tx_too_many_segs++;
 	else if (v == chain_verdict::bad_mbuf)
 		ctr_.tx_bad_mbuf++;
 	else
@@ -658,13 +658,13 @@ inline void mlx5_queue::ring_sq(const uint8_t *ctrl, uint32_t bbs)
 			if (src == txq_.sq_end)
 				src = r_.sq_buf;
 		}
-		xc_.bf_copies++;
+		ctr_.bf_copies++;
 	} else {
 		*dst = *reinterpret_cast<const uint64_t *>(ctrl);
 	}
 	flush_doorbell();
 	txq_.bf_off ^= r_.bf_size;
-	xc_.doorbells++;
+	ctr_.doorbells++;
 }
 
 } // namespace rdgram::mlx5

@@ -12,7 +12,7 @@
  * the contiguous bytes (crc32.h), then the real values go in.
  *
  * RX checks, in order, every field a RoCE HCA checks for a UD QP and counts
- * each drop under its reason (stats.h). A delivered packet is rearranged in
+ * each drop under its reason (soft_counters.h). A delivered packet is rearranged in
  * its own mbuf into verbs' layout: 40-byte GRH area, then the payload.
  *
  * Neighbour frames (ARP, and the ICMPv6 Neighbor Solicitation/Advertisement
@@ -43,6 +43,7 @@
 #include "rdgram/tsan.h"
 #include "rdgram/ud.h"
 #include "rdgram/wire.h"
+#include "soft_counters.h"
 
 namespace rdgram::soft {
 
@@ -228,7 +229,7 @@ public:
 	unsigned nb_qps() const { return nqp_; }
 	/* Which local QP sends (its QPN goes in DETH); index into qps. */
 	void select_send_qp(unsigned i) { sq_ = i; }
-	const qp_counters &counters() const { return ctr_; }
+	const soft_counters &counters() const { return ctr_; }
 	uint16_t port_id() const { return port_; }
 	rte_mempool *mempool() const { return mp_; }
 
@@ -563,7 +564,7 @@ private:
 	unsigned nmc_ = 0;
 	mcast_member mc_[max_mcast]{};
 	soft_port_view view_{};
-	qp_counters ctr_{};
+	soft_counters ctr_{};
 	rte_mbuf *stash_[tx_stash_size];
 };
 static_assert(ud_driver<soft_queue>);

@@ -30,6 +30,7 @@
 #include "rdgram/ah_table.h"
 #include "rdgram/stats.h"
 #include "rdgram/ud.h"
+#include "verbs_counters.h"
 #include "verbs_logic.h"
 
 namespace rdgram::verbs {
@@ -53,32 +54,6 @@ inline const verbs_ops ibv_ops = {
 	[](ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad) { return ibv_post_send(qp, wr, bad); },
 	[](ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad) { return ibv_post_recv(qp, wr, bad); },
 	[](ibv_cq *cq, int n, ibv_wc *wc) { return ibv_poll_cq(cq, n, wc); },
-};
-
-/* Verbs-specific events, next to qp_counters (stats.h has no names for
- * completion errors yet). */
-/* Counters of this driver beyond qp_counters (stats.h): the drops, each
- * with a name (X-macro, as stats.h and RDGRAM_MLX5_DROPS), then events
- * that are not drops. A send completion in error stands for its WR and
- * the unsignalled WRs before it (selective signalling), and the QP has
- * left RTS: count it, then look at the QP. */
-#define RDGRAM_VERBS_DROPS(X)                                                                    \
-	X(rx_wc_errors, "receive completion with an error status; its buffer back to the pool")  \
-	X(tx_wc_errors, "send completion with an error status; the QP left RTS (it and the "     \
-			"unsignalled WRs before it may be lost)")
-
-struct verbs_counters {
-#define X(name, desc) uint64_t name;
-	RDGRAM_VERBS_DROPS(X)
-#undef X
-	uint64_t tx_completions; /* signalled (or error) send completions */
-	uint64_t tx_post_errors; /* ibv_post_send refused part of a chain (not a drop: back to the caller) */
-	uint64_t rx_post_errors; /* ibv_post_recv refused part of a batch */
-	uint64_t rx_no_mbuf;     /* receive refill short of mbufs */
-	uint64_t rx_unregistered; /* receive mbuf outside registered memory (freed) */
-	uint64_t cq_poll_errors; /* ibv_poll_cq returned < 0 */
-	uint64_t rx_unknown_wr;  /* receive completion for a buffer this queue did not post (not freed) */
-	uint64_t rx_reclaimed;   /* receive buffers freed at teardown, never completed (no flush) */
 };
 
 /* What a queue is made of (verbs_device::create_queue fills it; a test may
@@ -125,16 +100,14 @@ public:
 		if (int e = rx_.init(p.rq_depth); e != 0)
 			return e;
 		since_ = 0;
-		memset(&ctr_, 0, sizeof(ctr_));
-		memset(&vctr_, 0, sizeof(vctr_));
+		ctr_ = verbs_counters{};
 		return 0;
 	}
 
 	/* Forgets the QP and CQs (after verbs_device::destroy_queue). */
 	void detach() { p_ = verbs_queue_parts{}; }
 
-	const qp_counters &counters() const { return ctr_; }
-	const verbs_counters &verbs_stats() const { return vctr_; }
+	const verbs_counters &counters() const { return ctr_; }
 	uint32_t qpn() const { return p_.qpn; }
 	uint32_t qkey() const { return p_.qkey; }
 	ibv_qp *qp() const { return p_.qp; }
@@ -190,7 +163,7 @@ public:
 				 * posted; outside the chain, assume none was. */
 				const ptrdiff_t k = bad - chain_.wr;
 				posted = (bad != nullptr && k >= 0 && unsigned(k) < chain_.n) ? unsigned(k) : 0;
-				vctr_.tx_post_errors++;
+				ctr_.tx_post_refused++;
 				ctr_.tx_port_full++;
 			}
 		}
@@ -209,7 +182,7 @@ public:
 		ibv_wc wc[max_burst];
 		int got = p_.ops->poll_cq(p_.recv_cq, n, wc);
 		if (unlikely(got < 0)) {
-			vctr_.cq_poll_errors++;
+			ctr_.cq_poll_errors++;
 			got = 0;
 		}
 		uint16_t out = 0;
@@ -217,14 +190,14 @@ public:
 			auto *m = reinterpret_cast<rte_mbuf *>(uintptr_t(wc[i].wr_id));
 			if (unlikely(!rx_.complete(m))) {
 				/* Not a buffer of this queue: never free it. */
-				vctr_.rx_unknown_wr++;
+				ctr_.rx_unknown_wr++;
 				continue;
 			}
 			if (i + 1 < got)
 				rte_prefetch0(rte_pktmbuf_mtod(
 					reinterpret_cast<rte_mbuf *>(uintptr_t(wc[i + 1].wr_id)), void *));
 			if (unlikely(wc[i].status != IBV_WC_SUCCESS)) {
-				vctr_.rx_wc_errors++;
+				ctr_.rx_wc_errors++;
 				rte_pktmbuf_free(m);
 				continue;
 			}
@@ -254,7 +227,7 @@ public:
 	uint32_t release_rx()
 	{
 		const uint32_t n = rx_.drain([](rte_mbuf *m) { rte_pktmbuf_free(m); });
-		vctr_.rx_reclaimed += n;
+		ctr_.rx_reclaimed += n;
 		return n;
 	}
 	/* Polls both CQs once, freeing what completes (teardown: flush
@@ -270,7 +243,7 @@ public:
 			if (rx_.complete(m))
 				rte_pktmbuf_free(m);
 			else
-				vctr_.rx_unknown_wr++;
+				ctr_.rx_unknown_wr++;
 		}
 		return seen + unsigned(got > 0 ? got : 0);
 	}
@@ -283,15 +256,15 @@ private:
 		ibv_wc wc[max_burst];
 		int got = p_.ops->poll_cq(p_.send_cq, max_burst, wc);
 		if (unlikely(got < 0)) {
-			vctr_.cq_poll_errors++;
+			ctr_.cq_poll_errors++;
 			return 0;
 		}
 		for (int i = 0; i < got; i++) {
 			if (unlikely(wc[i].status != IBV_WC_SUCCESS))
-				vctr_.tx_wc_errors++;
+				ctr_.tx_wc_errors++;
 			ring_.complete(wc[i].wr_id, [](rte_mbuf *m) { rte_pktmbuf_free(m); });
 		}
-		vctr_.tx_completions += unsigned(got);
+		ctr_.tx_completions += unsigned(got);
 		return unsigned(got);
 	}
 
@@ -303,14 +276,14 @@ private:
 			const unsigned k = p_.recv_batch;
 			rte_mbuf *ms[max_burst];
 			if (unlikely(rte_pktmbuf_alloc_bulk(p_.rx_pool, ms, k) != 0)) {
-				vctr_.rx_no_mbuf++;
+				ctr_.rx_no_mbuf++;
 				return;
 			}
 			ibv_recv_wr wr[max_burst];
 			ibv_sge sge[max_burst];
 			unsigned c = build_recv_chain(ms, k, p_.mrs, wr, sge);
 			if (unlikely(c < k)) {
-				vctr_.rx_unregistered += k - c;
+				ctr_.rx_unregistered += k - c;
 				for (unsigned j = c; j < k; j++)
 					rte_pktmbuf_free(ms[j]);
 				if (c == 0)
@@ -321,7 +294,7 @@ private:
 			if (unlikely(p_.ops->post_recv(p_.qp, wr, &bad) != 0)) {
 				const ptrdiff_t b = bad - wr;
 				posted = (bad != nullptr && b >= 0 && unsigned(b) < c) ? unsigned(b) : 0;
-				vctr_.rx_post_errors++;
+				ctr_.rx_post_errors++;
 				for (unsigned j = posted; j < c; j++)
 					rte_pktmbuf_free(ms[j]);
 			}
@@ -337,8 +310,7 @@ private:
 	tx_chain chain_;
 	rx_ring rx_;
 	uint32_t since_ = 0;
-	qp_counters ctr_{};
-	verbs_counters vctr_{};
+	verbs_counters ctr_{};
 };
 
 static_assert(ud_driver<verbs_queue>);

@@ -343,7 +343,7 @@ int main(int argc, char **argv)
 			sent += s->sent[i];
 			back += s->echoed[i];
 		}
-		const qp_counters &k = s->q.counters();
+		const auto &k = s->q.counters();
 		printf("ah_stream: sent %lu, echoed %lu of %lu, unexpected %lu, mbuf alloc failed %lu, driver drops "
 		       "rx %lu tx %lu\n",
 		       (unsigned long)sent, (unsigned long)back, (unsigned long)(o.count * o.peers.size()),

@@ -223,7 +223,7 @@ int main(int argc, char **argv)
 		poll_thread_offline(rt.qsbr(), tid);
 
 		const ah_client_counters &c = cl.counters();
-		const qp_counters &k = q.counters();
+		const auto &k = q.counters();
 		printf("ud_echo: received %lu, echoed %lu, tx_full %lu, reply_bad_wc %lu, reply AH waits %lu, "
 		       "driver drops rx %lu tx %lu\n",
 		       (unsigned long)st.received, (unsigned long)st.echoed, (unsigned long)st.tx_full,

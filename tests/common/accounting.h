@@ -58,18 +58,20 @@ public:
 	/* Drops by reason: the sender queue's TX reasons, the receiver queue's
 	 * RX reasons, an AH client's pending-queue reasons, or one of the
 	 * test's own (e.g. a message it gave up on, by name). */
-	void sender(const qp_counters &c)
+	/* By the rule of stats.h: the counters of kind drop, tx_ ones of a
+	 * sender's set, rx_ ones of a receiver's (any driver's set). */
+	template <counter_set S> void sender(const S &c)
 	{
-		c.for_each([&](const char *n, const char *, uint64_t v) {
-			if (is_tx_drop(n))
-				drop(n, v);
+		c.for_each([&](const xstat_name &n, uint64_t v) {
+			if (n.kind == counter_kind::drop && n.tx())
+				drop(n.name, v);
 		});
 	}
-	void receiver(const qp_counters &c)
+	template <counter_set S> void receiver(const S &c)
 	{
-		c.for_each([&](const char *n, const char *, uint64_t v) {
-			if (is_rx_drop(n))
-				drop(n, v);
+		c.for_each([&](const xstat_name &n, uint64_t v) {
+			if (n.kind == counter_kind::drop && n.rx())
+				drop(n.name, v);
 		});
 	}
 	void client(const ah_client_counters &c)
@@ -157,21 +159,6 @@ public:
 	}
 
 private:
-	static bool is_rx_drop(const char *n)
-	{
-#define X(name, desc) if (strcmp(n, #name) == 0) return true;
-		RDGRAM_RX_DROPS(X)
-#undef X
-		return false;
-	}
-	static bool is_tx_drop(const char *n)
-	{
-#define X(name, desc) if (strcmp(n, #name) == 0) return true;
-		RDGRAM_TX_DROPS(X)
-#undef X
-		return false;
-	}
-
 	std::string name_;
 	uint64_t sent_ = 0, received_ = 0, in_flight_ = 0;
 	std::vector<std::pair<std::string, uint64_t>> drops_;

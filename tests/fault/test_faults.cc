@@ -506,7 +506,7 @@ TEST(Fault, MempoolExhaustion)
 		r.turn();
 	}
 	EXPECT_EQ(accepted, 20000u);
-	const qp_counters &tx = r.p.q[0].counters();
+	const soft::soft_counters &tx = r.p.q[0].counters();
 	EXPECT_TRUE(r.pump(5000, [&] { return r.p.q[0].tx_pending() == 0; }));
 	EXPECT_TRUE(r.wait_rx(accepted - tx.tx_drops(), 5000));
 	r.offline();
@@ -574,7 +574,7 @@ TEST(Fault, TxRingFull)
 		r.turn();
 	}
 	EXPECT_TRUE(r.pump(5000, [&] { return r.p.q[0].tx_pending() == 0; }));
-	const qp_counters &tx = r.p.q[0].counters();
+	const soft::soft_counters &tx = r.p.q[0].counters();
 	EXPECT_TRUE(r.wait_rx(accepted, 5000));
 	r.offline();
 	EXPECT_EQ(tx.tx_drops(), 0u);

@@ -156,8 +156,8 @@ struct hw_fixture : ::testing::Test {
 		while (q.tx_pending() != 0 && rte_get_tsc_cycles() < deadline)
 			q.tx_flush();
 		EXPECT_EQ(q.tx_pending(), 0u);
-		EXPECT_EQ(q.efa_stats().tx_cqe_errors, 0u);
-		EXPECT_EQ(q.efa_stats().rx_cqe_errors, 0u);
+		EXPECT_EQ(q.counters().tx_cqe_errors, 0u);
+		EXPECT_EQ(q.counters().rx_cqe_errors, 0u);
 		EXPECT_EQ(q.counters().tx_drops(), 0u);
 		dev.destroy_queue(q);
 		EXPECT_EQ(dev.destroy_ah(ah), 0);

@@ -116,7 +116,7 @@ TEST(Mlx5Hw, LoopbackThroughOwnQp)
 				ASSERT_EQ(rte_pktmbuf_chain(w[2].mbuf, m), 0);
 		}
 		ASSERT_EQ(q.tx_burst(w, 3), 3);
-		EXPECT_EQ(q.mlx5_stats().tx_too_many_segs, 0u) << "QP created with too few SGEs";
+		EXPECT_EQ(q.counters().tx_too_many_segs, 0u) << "QP created with too few SGEs";
 
 		std::vector<recv_wc> got;
 		const uint64_t end = rte_get_tsc_cycles() + rte_get_tsc_hz();
@@ -126,8 +126,8 @@ TEST(Mlx5Hw, LoopbackThroughOwnQp)
 			got.insert(got.end(), wcs, wcs + k);
 			q.tx_flush();
 		}
-		ASSERT_EQ(got.size(), 3u) << "rx_cqe_err " << q.mlx5_stats().rx_cqe_err << " tx_cqe_err "
-					  << q.mlx5_stats().tx_cqe_err;
+		ASSERT_EQ(got.size(), 3u) << "rx_cqe_err " << q.counters().rx_cqe_err << " tx_cqe_err "
+					  << q.counters().tx_cqe_err;
 		for (auto &wc : got) {
 			EXPECT_EQ(wc.byte_len, grh_len + 48);
 			EXPECT_EQ(wc.src_qp, dev.qpn());

@@ -242,8 +242,8 @@ TEST(VerbsHw, BurstBetweenTwoQpsThroughOwnGid)
 		got.insert(got.end(), wc, wc + k);
 		f.q[0].tx_flush();
 	}
-	ASSERT_EQ(got.size(), n) << "lost datagrams; rx_wc_errors " << f.q[1].verbs_stats().rx_wc_errors
-				 << ", tx_wc_errors " << f.q[0].verbs_stats().tx_wc_errors;
+	ASSERT_EQ(got.size(), n) << "lost datagrams; rx_wc_errors " << f.q[1].counters().rx_wc_errors
+				 << ", tx_wc_errors " << f.q[0].counters().tx_wc_errors;
 	const port_attr &pa = f.dev.port();
 	for (unsigned i = 0; i < n; i++) {
 		/* UD over one port between two QPs: delivered in order. */
@@ -465,7 +465,7 @@ TEST(VerbsHw, MulticastJoinSendReceiveLeave)
 		const uint16_t k = f.q[1].rx_burst(wc, 32);
 		got.insert(got.end(), wc, wc + k);
 	}
-	const verbs_counters &vs = f.q[0].verbs_stats();
+	const verbs_counters &vs = f.q[0].counters();
 	ASSERT_EQ(got.size(), size_t(n)) << "datagrams sent to the group did not all reach the attached QP; sender: "
 					  << f.q[0].counters().tx_pkts << " posted, " << vs.tx_completions
 					  << " send completions, " << vs.tx_wc_errors << " in error; AH sgid_index "

@@ -263,9 +263,9 @@ int run(const options &o, runtime &rt)
 			printf(" %s=%lu", name, (unsigned long)v);
 	});
 	printf("\nqueue:");
-	q.counters().for_each([](const char *name, const char *, uint64_t v) {
+	q.counters().for_each([](const xstat_name &n, uint64_t v) {
 		if (v != 0)
-			printf(" %s=%lu", name, (unsigned long)v);
+			printf(" %s=%lu", n.name, (unsigned long)v);
 	});
 	printf("\n");
 	if (s.mac_changes < 2 && ok) {

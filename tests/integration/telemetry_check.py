@@ -15,24 +15,33 @@ Prints every reply; exits 1 on the first failed check.
 """
 import json
 import os
+import re
 import socket
 import stat
 import sys
 import time
 
-# Every drop reason of dataplane/include/rdgram/stats.h, read from the
-# header itself so the test follows the X-macro list.
+# Every counter of the soft driver's set: the generic list of
+# dataplane/include/rdgram/stats.h and the driver's own
+# (drivers/soft/soft_counters.h), name -> kind, read from the headers
+# themselves so the test follows the X-macro lists.
 HERE = os.path.dirname(os.path.abspath(__file__))
-STATS_H = os.path.join(HERE, "..", "..", "dataplane", "include", "rdgram", "stats.h")
+ROOT = os.path.join(HERE, "..", "..")
+COUNTER_HEADERS = [os.path.join(ROOT, "dataplane", "include", "rdgram", "stats.h"),
+                   os.path.join(ROOT, "drivers", "soft", "soft_counters.h")]
+X_LINE = re.compile(r"^\s*X\((\w+),\s*(traffic|drop|event),")
 
 
-def drop_reasons():
-    names = []
-    for line in open(STATS_H):
-        line = line.strip()
-        if line.startswith("X(rx_") or line.startswith("X(tx_"):
-            names.append(line[2:line.index(",")])
-    return names
+def soft_counters():
+    kinds = {}
+    for h in COUNTER_HEADERS:
+        for line in open(h):
+            m = X_LINE.match(line)
+            if m:
+                kinds[m.group(1)] = m.group(2)
+    if len(kinds) < 20:
+        fail("read only %d counters from %s" % (len(kinds), COUNTER_HEADERS))
+    return kinds
 
 
 def query(path, cmds):
@@ -76,14 +85,31 @@ def check_perf(path):
     qps = a["/rdgram/qps"]
     if set(qps) != {"server_qp0", "client_qp0"}:
         fail("QPs %s" % sorted(qps))
+    kinds = soft_counters()
     for name, q in qps.items():
         if q.get("published") != 1:
             fail(name + " never published")
-        for r in drop_reasons():
+        if q.get("driver") != "soft":
+            fail("%s: driver %s, want soft" % (name, q.get("driver")))
+        for r in kinds:
             if r not in q:
-                fail("%s lacks drop reason %s" % (name, r))
-        if q["rx_drops"] != sum(q[r] for r in drop_reasons() if r.startswith("rx_")):
+                fail("%s lacks counter %s" % (name, r))
+        drops = [r for r, k in kinds.items() if k == "drop"]
+        if q["rx_drops"] != sum(q[r] for r in drops if r.startswith("rx_")):
             fail(name + ": rx_drops is not the sum of the rx reasons")
+        if q["tx_drops"] != sum(q[r] for r in drops if r.startswith("tx_")):
+            fail(name + ": tx_drops is not the sum of the tx reasons")
+        if q["drops"] != q["rx_drops"] + q["tx_drops"]:
+            fail(name + ": drops is not rx_drops + tx_drops")
+        # The same counters as xstats: each with the kind its header
+        # gives and a description.
+        _, x = query(path, ["/rdgram/xstats," + name])
+        xs = x["/rdgram/xstats," + name]
+        if set(xs) != set(kinds):
+            fail("%s xstats %s, want %s" % (name, sorted(set(xs) ^ set(kinds)), "the headers' lists"))
+        for r, v in xs.items():
+            if v["kind"] != kinds[r] or not v["description"]:
+                fail("%s: xstat %s is %s" % (name, r, v))
     t1 = qps["client_qp0"]["tx_pkts"]
     time.sleep(0.5)
     _, b = query(path, ["/rdgram/qps,client_qp0"])

@@ -465,15 +465,15 @@ int run(const options &o, runtime &rt)
 	       sent_good, sent_bad, (unsigned long)p.to_tap, (unsigned long)p.spoiled, (unsigned long)p.from_tap,
 	       (unsigned long)p.not_ours);
 	printf("counters:");
-	p.q.counters().for_each([](const char *name, const char *, uint64_t v) {
+	p.q.counters().for_each([](const xstat_name &n, uint64_t v) {
 		if (v != 0)
-			printf(" %s=%lu", name, (unsigned long)v);
+			printf(" %s=%lu", n.name, (unsigned long)v);
 	});
 	printf("\n");
 	/* The link also carries what is not RoCE at all (the host kernel's
 	 * MLD reports and router solicitations on the tap): those reasons
 	 * are not losses. Every other drop is. */
-	const qp_counters &k = p.q.counters();
+	const soft::soft_counters &k = p.q.counters();
 	if (k.rx_drops() - k.rx_not_ip - k.rx_not_udp - k.rx_not_roce != 0 || k.tx_drops() != 0) {
 		fprintf(stderr, "FAIL: the soft driver dropped datagrams (counters above)\n");
 		ok = false;

@@ -685,7 +685,7 @@ int sender_main(void *arg)
 	return 0;
 }
 
-void print_counters(const char *who, const qp_counters &c)
+void print_counters(const char *who, const soft::soft_counters &c)
 {
 	printf("  %s: tx_pkts %" PRIu64 " tx_stale_ah %" PRIu64 " tx_no_mbuf %" PRIu64 " tx_port_full %" PRIu64
 	       "\n",
@@ -802,7 +802,7 @@ TEST(AhStress, TwoPollThreadsAgainstControlChurn)
 	 * counted stale-AH drop. */
 	uint64_t sent = 0, stale = 0, received = 0, covered = 0;
 	for (unsigned j = 0; j < 2; j++) {
-		const qp_counters &k = s[j].q.counters();
+		const soft::soft_counters &k = s[j].q.counters();
 		SCOPED_TRACE("sender " + std::to_string(j));
 		EXPECT_EQ(rx[j].mismatches(), 0u) << rx[j].first_bad;
 		EXPECT_EQ(rx[j].bad_mac + rx[j].bad_ip + rx[j].bad_av, 0u) << "a message left with a freed or recycled AV";

@@ -35,7 +35,7 @@ struct DropCase {
 	bool v6;
 	uint32_t paylen;
 	mutator mut;
-	uint64_t qp_counters::*counter;
+	uint64_t soft::soft_counters::*counter;
 };
 
 class SoftDrops : public ::testing::TestWithParam<DropCase> {};
@@ -69,7 +69,7 @@ TEST_P(SoftDrops, CountedAndFreed)
 
 	recv_wc wc[4];
 	EXPECT_EQ(p.q[1].rx_burst(wc, 4), 0);
-	const qp_counters &k = p.q[1].counters();
+	const soft::soft_counters &k = p.q[1].counters();
 	EXPECT_EQ(k.*(c.counter), 1u) << c.name;
 	EXPECT_EQ(k.rx_drops(), 1u) << "exactly one drop, under its own reason";
 	EXPECT_EQ(k.rx_pkts, 0u);
@@ -101,30 +101,30 @@ TEST(SoftDropsControl, ValidFrameDelivered)
 
 const DropCase cases[] = {
 	/* LLDP: not IP, and not ARP either (ARP goes to the control thread). */
-	{"not_ip", false, 8, [](rte_mbuf *m) { frame(m)[12] = 0x88, frame(m)[13] = 0xcc; }, &qp_counters::rx_not_ip},
+	{"not_ip", false, 8, [](rte_mbuf *m) { frame(m)[12] = 0x88, frame(m)[13] = 0xcc; }, &soft::soft_counters::rx_not_ip},
 	{"truncated_eth", false, 8, [](rte_mbuf *m) { rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 10)); },
-	 &qp_counters::rx_truncated},
+	 &soft::soft_counters::rx_truncated},
 	{"truncated_ip_len", false, 8,
 	 [](rte_mbuf *m) {
 		 ip4(m)->total_length = rte_cpu_to_be_16(1400);
 		 fix_ip4_csum(m);
 	 },
-	 &qp_counters::rx_truncated},
-	{"ip_options", false, 8, [](rte_mbuf *m) { ip4(m)->version_ihl = 0x46; }, &qp_counters::rx_bad_ip_header},
-	{"ip_checksum", false, 8, [](rte_mbuf *m) { ip4(m)->hdr_checksum ^= 0x0101; }, &qp_counters::rx_bad_ip_checksum},
+	 &soft::soft_counters::rx_truncated},
+	{"ip_options", false, 8, [](rte_mbuf *m) { ip4(m)->version_ihl = 0x46; }, &soft::soft_counters::rx_bad_ip_header},
+	{"ip_checksum", false, 8, [](rte_mbuf *m) { ip4(m)->hdr_checksum ^= 0x0101; }, &soft::soft_counters::rx_bad_ip_checksum},
 	{"ip_fragment", false, 8,
 	 [](rte_mbuf *m) {
 		 ip4(m)->fragment_offset = RTE_BE16(RTE_IPV4_HDR_MF_FLAG);
 		 fix_ip4_csum(m);
 	 },
-	 &qp_counters::rx_ip_fragment},
+	 &soft::soft_counters::rx_ip_fragment},
 	{"not_udp", false, 8,
 	 [](rte_mbuf *m) {
 		 ip4(m)->next_proto_id = 6;
 		 fix_ip4_csum(m);
 	 },
-	 &qp_counters::rx_not_udp},
-	{"not_udp_v6", true, 8, [](rte_mbuf *m) { frame(m)[14 + 6] = 6; }, &qp_counters::rx_not_udp},
+	 &soft::soft_counters::rx_not_udp},
+	{"not_udp_v6", true, 8, [](rte_mbuf *m) { frame(m)[14 + 6] = 6; }, &soft::soft_counters::rx_not_udp},
 	/* Shorter than any RoCEv2 packet but whole: a TCP ACK, an ICMPv6
 	 * router solicitation (seen on the lab's tap). Not "truncated". */
 	{"short_tcp_ack", false, 8,
@@ -134,43 +134,43 @@ const DropCase cases[] = {
 		 fix_ip4_csum(m);
 		 rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 54));
 	 },
-	 &qp_counters::rx_not_udp},
+	 &soft::soft_counters::rx_not_udp},
 	{"short_icmpv6", true, 8,
 	 [](rte_mbuf *m) {
 		 frame(m)[14 + 6] = 58;
 		 frame(m)[14 + 4] = 0, frame(m)[14 + 5] = 16;
 		 rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 70));
 	 },
-	 &qp_counters::rx_not_udp},
+	 &soft::soft_counters::rx_not_udp},
 	{"short_lying_length", true, 8,
 	 [](rte_mbuf *m) {
 		 frame(m)[14 + 6] = 58;
 		 frame(m)[14 + 4] = 0, frame(m)[14 + 5] = 200;
 		 rte_pktmbuf_trim(m, uint16_t(rte_pktmbuf_pkt_len(m) - 70));
 	 },
-	 &qp_counters::rx_truncated},
-	{"ipv6_version", true, 8, [](rte_mbuf *m) { frame(m)[14] = 0x40; }, &qp_counters::rx_bad_ip_header},
-	{"not_roce", false, 8, [](rte_mbuf *m) { frame(m)[34 + 3] = 0xb8; }, &qp_counters::rx_not_roce},
-	{"udp_length", false, 8, [](rte_mbuf *m) { frame(m)[34 + 5] += 1; }, &qp_counters::rx_bad_udp_length},
+	 &soft::soft_counters::rx_truncated},
+	{"ipv6_version", true, 8, [](rte_mbuf *m) { frame(m)[14] = 0x40; }, &soft::soft_counters::rx_bad_ip_header},
+	{"not_roce", false, 8, [](rte_mbuf *m) { frame(m)[34 + 3] = 0xb8; }, &soft::soft_counters::rx_not_roce},
+	{"udp_length", false, 8, [](rte_mbuf *m) { frame(m)[34 + 5] += 1; }, &soft::soft_counters::rx_bad_udp_length},
 	{"dgid", false, 8,
 	 [](rte_mbuf *m) {
 		 ip4(m)->dst_addr ^= RTE_BE32(0xff);
 		 fix_ip4_csum(m);
 	 },
-	 &qp_counters::rx_dgid_mismatch},
-	{"dgid_v6", true, 8, [](rte_mbuf *m) { frame(m)[14 + 39] ^= 1; }, &qp_counters::rx_dgid_mismatch},
-	{"bth_version", false, 8, [](rte_mbuf *m) { bth(m)->flags |= 1; }, &qp_counters::rx_bad_bth_version},
-	{"opcode_rc", false, 8, [](rte_mbuf *m) { bth(m)->opcode = 0x04; }, &qp_counters::rx_bad_opcode},
-	{"pkey", false, 8, [](rte_mbuf *m) { bth(m)->pkey = RTE_BE16(0x8001); }, &qp_counters::rx_bad_pkey},
-	{"pkey_limited", false, 8, [](rte_mbuf *m) { bth(m)->pkey = RTE_BE16(0x0001); }, &qp_counters::rx_bad_pkey},
-	{"unknown_qpn", false, 8, [](rte_mbuf *m) { wire::put24(bth(m)->dqpn, 0x999); }, &qp_counters::rx_unknown_qpn},
-	{"qkey", false, 8, [](rte_mbuf *m) { deth(m)->qkey ^= RTE_BE32(1); }, &qp_counters::rx_bad_qkey},
+	 &soft::soft_counters::rx_dgid_mismatch},
+	{"dgid_v6", true, 8, [](rte_mbuf *m) { frame(m)[14 + 39] ^= 1; }, &soft::soft_counters::rx_dgid_mismatch},
+	{"bth_version", false, 8, [](rte_mbuf *m) { bth(m)->flags |= 1; }, &soft::soft_counters::rx_bad_bth_version},
+	{"opcode_rc", false, 8, [](rte_mbuf *m) { bth(m)->opcode = 0x04; }, &soft::soft_counters::rx_bad_opcode},
+	{"pkey", false, 8, [](rte_mbuf *m) { bth(m)->pkey = RTE_BE16(0x8001); }, &soft::soft_counters::rx_bad_pkey},
+	{"pkey_limited", false, 8, [](rte_mbuf *m) { bth(m)->pkey = RTE_BE16(0x0001); }, &soft::soft_counters::rx_bad_pkey},
+	{"unknown_qpn", false, 8, [](rte_mbuf *m) { wire::put24(bth(m)->dqpn, 0x999); }, &soft::soft_counters::rx_unknown_qpn},
+	{"qkey", false, 8, [](rte_mbuf *m) { deth(m)->qkey ^= RTE_BE32(1); }, &soft::soft_counters::rx_bad_qkey},
 	{"privileged_qkey", false, 8, [](rte_mbuf *m) { deth(m)->qkey |= RTE_BE32(0x80000000); },
-	 &qp_counters::rx_bad_qkey},
-	{"pad_exceeds", false, 0, [](rte_mbuf *m) { bth(m)->flags |= 3 << 4; }, &qp_counters::rx_bad_length},
-	{"icrc", false, 8, [](rte_mbuf *m) { frame(m)[62 + 3] ^= 0x80; }, &qp_counters::rx_bad_icrc},
-	{"icrc_v6", true, 8, [](rte_mbuf *m) { frame(m)[82] ^= 1; }, &qp_counters::rx_bad_icrc},
-	{"icrc_header", false, 8, [](rte_mbuf *m) { wire::put24(bth(m)->psn, 77); }, &qp_counters::rx_bad_icrc},
+	 &soft::soft_counters::rx_bad_qkey},
+	{"pad_exceeds", false, 0, [](rte_mbuf *m) { bth(m)->flags |= 3 << 4; }, &soft::soft_counters::rx_bad_length},
+	{"icrc", false, 8, [](rte_mbuf *m) { frame(m)[62 + 3] ^= 0x80; }, &soft::soft_counters::rx_bad_icrc},
+	{"icrc_v6", true, 8, [](rte_mbuf *m) { frame(m)[82] ^= 1; }, &soft::soft_counters::rx_bad_icrc},
+	{"icrc_header", false, 8, [](rte_mbuf *m) { wire::put24(bth(m)->psn, 77); }, &soft::soft_counters::rx_bad_icrc},
 };
 
 INSTANTIATE_TEST_SUITE_P(AllReasons, SoftDrops, ::testing::ValuesIn(cases),

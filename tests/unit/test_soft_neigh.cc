@@ -799,7 +799,7 @@ struct bad_case {
 	bool v6;
 	std::function<bytes(const soft_pair &)> frame;
 	uint64_t neigh_stats::*counter; /* nullptr: the queue drops it */
-	uint64_t qp_counters::*qcounter;
+	uint64_t soft::soft_counters::*qcounter;
 };
 
 nd_spec good_ns(const soft_pair &p)
@@ -859,7 +859,7 @@ const bad_case bad_cases[] = {
 	 &neigh_stats::bad_target, nullptr},
 	/* A payload length past the frame: the poll thread already drops it. */
 	{"nd_length_lie", true, [](const soft_pair &p) { auto s = good_ns(p); s.payload_len = 200; return nd_frame(s); },
-	 nullptr, &qp_counters::rx_truncated},
+	 nullptr, &soft::soft_counters::rx_truncated},
 };
 
 class NeighBadFrames : public ::testing::TestWithParam<bad_case> {};
@@ -915,7 +915,7 @@ TEST(Neigh, ControlRingFullDropsAndCounts)
 			r.pump(1);
 		}
 		r.pump_until([&] { return rte_ring_count(p.ring[0]) == 0; }, 5, 1);
-		const qp_counters &k = p.q[0].counters();
+		const soft::soft_counters &k = p.q[0].counters();
 		EXPECT_EQ(k.rx_to_control + k.rx_control_full, sent);
 		EXPECT_GE(k.rx_control_full, 1u);
 		EXPECT_EQ(k.rx_drops(), k.rx_control_full);

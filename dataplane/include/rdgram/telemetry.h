@@ -7,9 +7,12 @@
  *
  *   /rdgram/lcores   poll lcores: role, CPU, NUMA node
  *   /rdgram/ports    ports: driver, DPDK port, MAC, GIDs, MTU, ethdev totals
- *   /rdgram/qps      per QP: every qp_counters field (each named drop reason
- *                    of stats.h), plus the AH client's when it has one;
- *                    "/rdgram/qps,NAME" for one QP
+ *   /rdgram/qps      per QP: its driver and every counter of the driver's set
+ *                    (stats.h: each named drop reason, any driver), the
+ *                    drop sums by the rule, plus the AH client's counters
+ *                    when it has one; "/rdgram/qps,NAME" for one QP
+ *   /rdgram/xstats   "/rdgram/xstats,NAME": one QP's counters as DPDK's
+ *                    xstats, each with its kind and description
  *   /rdgram/ah       AH registry summary: live, capacity, unreferenced,
  *                    evictions, memory, reclaim-pending, service figures
  *   /rdgram/pending  the AH clients' pending queues: waiting messages and
@@ -72,18 +75,48 @@ namespace telemetry {
 
 /* ---- poll-thread publication -------------------------------------------- */
 
-/* What one QP publishes: its counters and, when it sends through an AH
- * client, the client's. */
+/* What one QP publishes: its driver's counter set (stats.h) as the table's
+ * address and the values in table order, and, when it sends through an AH
+ * client, the client's counters. */
+inline constexpr unsigned max_xstats = 48;
 struct qp_snapshot {
-	qp_counters qp;
+	uint64_t names;    /* const xstat_name *: the driver's static table */
+	uint64_t driver;   /* const char *: its driver's name */
+	uint64_t n_xstats; /* entries of names and xstat */
+	uint64_t xstat[max_xstats];
 	uint64_t client[16]; /* ah_client_counters words (see telemetry.cc) */
 	uint32_t waiting_messages, waiting_destinations;
 	uint32_t has_client;
 	uint32_t pad;
 	uint64_t published_tsc; /* rte_get_tsc_cycles() at publication */
+
+	const xstat_name *table() const { return reinterpret_cast<const xstat_name *>(uintptr_t(names)); }
+	const char *driver_name() const { return reinterpret_cast<const char *>(uintptr_t(driver)); }
+	/* f(const xstat_name &, uint64_t value) for every counter. */
+	template <class F> void for_each(F &&f) const
+	{
+		const xstat_name *t = table();
+		for (unsigned i = 0; i < n_xstats; i++)
+			f(t[i], xstat[i]);
+	}
+	/* The counter called name; 0 when the driver has none of that name. */
+	uint64_t value(const char *name) const
+	{
+		const xstat_name *t = table();
+		for (unsigned i = 0; i < n_xstats; i++)
+			if (strcmp(t[i].name, name) == 0)
+				return xstat[i];
+		return 0;
+	}
+	/* The drops by the rule (stats.h). */
+	uint64_t drops(drop_side side = drop_side::any) const
+	{
+		return xstat_drops(table(), xstat, unsigned(n_xstats), side);
+	}
 };
 static_assert(std::is_trivially_copyable_v<qp_snapshot>);
 static_assert(sizeof(qp_snapshot) % 8 == 0);
+static_assert(sizeof(uintptr_t) <= sizeof(uint64_t));
 
 /*
  * One QP's published counters: one writer (the poll thread owning the QP),
@@ -101,14 +134,24 @@ public:
 	/* True when the last publication is publish_interval old. */
 	bool publish_due(uint64_t now) const { return now >= next_; }
 
-	/* Copies the counters (and the client's, if any) for readers. (Owning
-	 * poll thread.) */
-	void publish(const qp_counters &q, const ah_client *c, uint64_t now);
+	/* Copies the counters of a driver's set (and the client's, if any)
+	 * for readers. (Owning poll thread.) */
+	template <counter_set S> void publish(const S &c, const ah_client *cl, uint64_t now)
+	{
+		static_assert(S::xstat_count <= max_xstats, "raise telemetry::max_xstats");
+		qp_snapshot s;
+		memset(&s, 0, sizeof(s));
+		s.names = uintptr_t(S::xstat_names);
+		s.driver = uintptr_t(S::driver);
+		s.n_xstats = S::xstat_count;
+		c.xstat_values(s.xstat);
+		publish_snapshot(s, cl, now);
+	}
 	/* publish_due then publish. */
-	void maybe_publish(const qp_counters &q, const ah_client *c, uint64_t now)
+	template <counter_set S> void maybe_publish(const S &c, const ah_client *cl, uint64_t now)
 	{
 		if (now >= next_)
-			publish(q, c, now);
+			publish(c, cl, now);
 	}
 
 	/* A consistent copy of the last publication. false: none yet.
@@ -116,6 +159,9 @@ public:
 	bool read(qp_snapshot *out) const;
 
 private:
+	/* Adds the client's figures to s and stores it. */
+	void publish_snapshot(qp_snapshot &s, const ah_client *cl, uint64_t now);
+
 	static constexpr size_t nwords = sizeof(qp_snapshot) / 8;
 	std::atomic<uint64_t> seq_{0};
 	std::atomic<uint64_t> w_[nwords]{};

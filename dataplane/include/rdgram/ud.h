@@ -14,6 +14,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <type_traits>
 
 #include <rte_mbuf.h>
 
@@ -99,7 +100,10 @@ concept ud_driver = requires(D &d, send_wr *s, recv_wc *r, uint16_t n) {
 	{ d.tx_flush() } -> std::same_as<void>;
 	{ d.tx_pending() } -> std::convertible_to<unsigned>;
 	{ d.post_recvs() } -> std::same_as<void>;
-	{ d.counters() } -> std::same_as<const qp_counters &>;
+	/* The driver's counter set (stats.h): the generic slice and its own,
+	 * iterated as (name, description, value). */
+	{ d.counters() } -> std::convertible_to<const qp_counters &>;
+	requires counter_set<std::remove_cvref_t<decltype(d.counters())>>;
 	{ D::max_burst } -> std::convertible_to<unsigned>;
 };
 
