@@ -45,6 +45,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 extra=("$@")
+# net_af_xdp's own leak at close (tests/lsan-xdp.supp), for the ASan tree.
+export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan-xdp.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for ip netns"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
 if [ $mpi -eq 1 ]; then
