@@ -315,12 +315,12 @@ bool counted(const xstat_name &n, uint64_t v)
  * name=value ..." (scripts read it), then what each name means. */
 void print_counters(const std::vector<std::pair<const char *, const soft::soft_counters *>> &qs)
 {
-	std::vector<std::pair<const char *, const char *>> seen; /* name, description */
+	std::vector<const xstat_name *> seen;
 	for (const auto &[role, k] : qs)
 		k->for_each([&](const xstat_name &n, uint64_t v) {
 			if (counted(n, v) &&
-			    std::none_of(seen.begin(), seen.end(), [&](const auto &p) { return strcmp(p.first, n.name) == 0; }))
-				seen.push_back({n.name, n.desc});
+			    std::none_of(seen.begin(), seen.end(), [&](const xstat_name *p) { return strcmp(p->name, n.name) == 0; }))
+				seen.push_back(&n);
 		});
 	fflush(stdout);
 	if (seen.empty())
@@ -339,8 +339,9 @@ void print_counters(const std::vector<std::pair<const char *, const soft::soft_c
 		if (any)
 			fprintf(stderr, "\n");
 	}
-	for (const auto &[name, desc] : seen)
-		fprintf(stderr, "   %-20s %s\n", name, desc);
+	for (const xstat_name *n : seen)
+		fprintf(stderr, "   %-20s %s: %s\n", n->name,
+			n->kind == counter_kind::drop ? "drop (messages lost)" : "event (not a loss)", n->desc);
 }
 
 } // namespace
