@@ -48,6 +48,10 @@ perf_pid=$!
 if ! wait_socket "$sock"; then
   echo "FAIL: no telemetry socket at $sock"; cat "$tmp/perf.out"; exit 1
 fi
+# rdgram-perf makes the socket owner-only, attaches /rdgram/ and then starts
+# its status line: wait (10 s at most) for the first status line, so that a
+# loaded machine does not catch it between rte_eal_init and those steps.
+for _ in $(seq 1 100); do grep -q '\] bw: [0-9]* done' "$tmp/perf.out" && break; sleep 0.1; done
 sleep 0.5 # the poll threads publish once they run
 /usr/bin/python3 "$here/telemetry_check.py" "$sock" perf || fail=1
 if command -v dpdk-telemetry.py >/dev/null; then
