@@ -59,6 +59,19 @@ bool eth_switch::poll()
 	return moved;
 }
 
+void eth_switch::drain()
+{
+	for (sw_port &p : ports)
+		for (rte_ring *r : {p.from, p.to}) {
+			rte_mbuf *m[32];
+			unsigned n;
+			while ((n = rte_ring_dequeue_burst(r, (void **)m, 32, nullptr)) != 0) {
+				rte_pktmbuf_free_bulk(m, n);
+				st.in_flight_at_stop += n;
+			}
+		}
+}
+
 void eth_switch::send(sw_port &out)
 {
 	const unsigned k = rte_ring_enqueue_burst(out.to, (void **)out.out, out.nout, nullptr);

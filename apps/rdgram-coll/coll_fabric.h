@@ -55,6 +55,7 @@ struct sw_port {
 
 struct sw_stats {
 	uint64_t forwarded, unknown_dst, full;
+	uint64_t in_flight_at_stop; /* frames still in the switch's rings when the job stopped */
 };
 
 /* Threads mode's Ethernet switch (poll thread: no syscall, lock or
@@ -65,6 +66,10 @@ struct eth_switch {
 	sw_stats st{};
 	/* Returns whether any frame moved. */
 	bool poll();
+	/* Frees every frame still in the rings, either way (sent by a rank
+	 * and not switched yet, or switched and not received yet), into
+	 * st.in_flight_at_stop. (Once the poll lcore stopped.) */
+	void drain();
 
 private:
 	void send(sw_port &out);

@@ -536,6 +536,11 @@ int main(int argc, char **argv)
 			}
 		}
 		stop_worker();
+		/* Threads mode: ranks stop once they are done, not once the
+		 * switch is empty; acknowledgements and retransmissions still
+		 * on their way go back to their pools, counted. */
+		if (j.has_switch)
+			j.sw.drain();
 
 		/* Every rank's device closes: its mbufs must all be back. */
 		std::vector<soft::soft_counters> qctr(j.ranks.size());
@@ -629,9 +634,10 @@ int main(int argc, char **argv)
 				 (unsigned long)tot.tx_refused, (unsigned long)tot.bad_msgs);
 			js += b;
 			if (j.has_switch) {
-				snprintf(b, sizeof(b), ",\"switch\":{\"forwarded\":%lu,\"unknown_destination\":%lu,\"output_full\":%lu}",
+				snprintf(b, sizeof(b), ",\"switch\":{\"forwarded\":%lu,\"unknown_destination\":%lu,\"output_full\":%lu,"
+					 "\"in_flight_at_stop\":%lu}",
 					 (unsigned long)j.sw.st.forwarded, (unsigned long)j.sw.st.unknown_dst,
-					 (unsigned long)j.sw.st.full);
+					 (unsigned long)j.sw.st.full, (unsigned long)j.sw.st.in_flight_at_stop);
 				js += b;
 			}
 			printf("  verified: %lu  failed: %lu\n", (unsigned long)tot.verified, (unsigned long)tot.verify_fail);
@@ -663,9 +669,9 @@ int main(int argc, char **argv)
 				       *std::max_element(ahs_all.begin(), ahs_all.end()));
 			}
 			if (j.has_switch)
-				printf("  switch: forwarded %lu  unknown destination %lu  output full %lu\n",
+				printf("  switch: forwarded %lu  unknown destination %lu  output full %lu  in flight at stop %lu\n",
 				       (unsigned long)j.sw.st.forwarded, (unsigned long)j.sw.st.unknown_dst,
-				       (unsigned long)j.sw.st.full);
+				       (unsigned long)j.sw.st.full, (unsigned long)j.sw.st.in_flight_at_stop);
 			/* The port's side of the same messages, and the
 			 * accounting that must close in every process: what the
 			 * app sent is what the port took plus what it refused or
