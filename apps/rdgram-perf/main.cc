@@ -326,7 +326,11 @@ void print_counters(const std::vector<std::pair<const char *, const soft::soft_c
 	if (seen.empty())
 		return;
 	fprintf(stderr, " queue counters, non-zero (packets and bytes left out):\n");
-	for (const auto &[role, k] : qs) {
+	for (const auto &q : qs) {
+		/* A plain name, not a structured binding: clang before 16
+		 * cannot capture a binding in the lambda below. */
+		const auto &role = q.first;
+		const auto &k = q.second;
 		bool any = false;
 		k->for_each([&](const xstat_name &n, uint64_t v) {
 			if (!counted(n, v))
