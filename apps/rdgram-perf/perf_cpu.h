@@ -151,6 +151,11 @@ inline void print_bw_limits(FILE *f, const cpu_meter &m, unsigned client_cpu, un
 			" Every message's buffer makes that trip, so MsgRate and the latency follow it; on a VM it depends\n"
 			" on where the host runs the two vCPUs, which can change from one run to the next.\n",
 			client_cpu, server_cpu, line_ns_before, line_ns_after);
+	else
+		fprintf(f,
+			" A cache line's round trip between cpu %u and cpu %u could not be measured within 1 s (a thread\n"
+			" was off its CPU): how fast the two CPUs exchange data, which MsgRate follows, is unknown.\n",
+			client_cpu, server_cpu);
 	const double worst = m.share_a < 0 ? m.share_b : m.share_b < 0 ? m.share_a
 						: (m.share_a < m.share_b ? m.share_a : m.share_b);
 	if (worst >= 0 && worst < busy_share) {
