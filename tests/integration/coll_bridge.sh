@@ -45,13 +45,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 extra=("$@")
-# net_af_xdp's own leak at close (tests/lsan-xdp.supp), for the ASan tree.
-export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan-xdp.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+# net_af_xdp's and libpmix's own leaks (tests/lsan.supp), for the ASan tree.
+export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for ip netns"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: iproute2 missing"; exit 77; }
 if [ $mpi -eq 1 ]; then
-  # libpmix's own leaks (tests/lsan-pmix.supp), for the ASan tree.
-  export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan-pmix.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
   command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
   "$coll" -l 0 --no-huge --no-shconf -m 64 --no-pci -- --mode procs --bootstrap pmix 2>&1 | grep -q 'this build has none' \
     && { echo "SKIP: rdgram-coll built without PMIx (libpmix-dev)"; exit 77; }

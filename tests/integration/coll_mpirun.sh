@@ -19,8 +19,8 @@ set -u
 coll=$1
 quick=0
 [ "${2:-none}" != none ] && quick=1
-# libpmix's own leaks (tests/lsan-pmix.supp), for the ASan tree.
-export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan-pmix.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+# libpmix's own leaks (tests/lsan.supp), for the ASan tree.
+export LSAN_OPTIONS="print_suppressions=0:suppressions=$(cd "$(dirname "$0")/.." && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 command -v mpirun >/dev/null || { echo "SKIP: no mpirun (Debian: openmpi-bin)"; exit 77; }
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root for ip netns (the ranks' bridge)"; exit 77; }
 # shellcheck source=lib.sh
