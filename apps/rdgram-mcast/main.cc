@@ -970,7 +970,7 @@ int main(int argc, char **argv)
 	int init_rc;
 	{
 		/* The runtime directory and telemetry socket owner-only, as in
-		 * rdgram-perf (issue 7). */
+		 * rdgram-perf. */
 		telemetry::private_umask um;
 		init_rc = rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0]);
 	}

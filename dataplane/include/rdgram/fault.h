@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * Fault injection (issue 7, item 3): named fault points compiled into test
+ * Fault injection: named fault points compiled into test
  * builds only.
  *
  * Why a define and not a meson option: the rdgram libraries are built once

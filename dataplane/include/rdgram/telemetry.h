@@ -41,7 +41,7 @@
  * rte_eal_init with the process umask; anyone who can connect may read every
  * counter (and run every command DPDK registers). Apps call rt.init under a
  * private_umask (so the socket is born 0600 in a 0700 directory) and then
- * secure_socket(), which chmods both explicitly (issue 7: readable by its
+ * secure_socket(), which chmods both explicitly (readable by its
  * owner only).
  */
 #ifndef RDGRAM_TELEMETRY_H
