@@ -13,6 +13,8 @@
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 
+#include "port.h"
+
 namespace rdgram::coll {
 
 rte_ether_addr mac_of(uint32_t r)
@@ -106,28 +108,10 @@ int open_user_port(const std::string &devargs, uint32_t rank, uint16_t *port, bo
 	std::string args = devargs;
 	for (size_t at; (at = args.find("{rank}")) != std::string::npos;)
 		args.replace(at, 6, std::to_string(rank));
-	const std::string name = args.substr(0, args.find(','));
-	*probed = false;
-	if (rte_eth_dev_get_port_by_name(name.c_str(), port) == 0)
-		return 0; /* given to the EAL (--vdev, -a) */
-	if (int rc = rte_dev_probe(args.c_str()); rc < 0) {
-		/* DPDK 22.11's net_af_packet joins the PACKET_FANOUT group
-		 * (getpid() ^ ifindex) & 0xffff: two processes in one network
-		 * namespace can collide, and the probe then fails. */
-		const bool afp = args.rfind("net_af_packet", 0) == 0 || args.rfind("eth_af_packet", 0) == 0;
-		fprintf(stderr, "rdgram-coll: rank %u: cannot probe --port '%s': %s%s\n", rank, args.c_str(), strerror(-rc),
-			afp ? " (if the PMD said PACKET_FANOUT: another process of this namespace has the same fanout "
-			      "group, (pid ^ ifindex) & 0xffff; give the veths other ifindexes, as "
-			      "tests/integration/lib.sh fabric_up does)"
-			    : "");
+	if (std::string err; apps::probe_port(args, port, &err, probed) != 0) {
+		fprintf(stderr, "rdgram-coll: rank %u: --port: %s\n", rank, err.c_str());
 		return 1;
 	}
-	if (rte_eth_dev_get_port_by_name(name.c_str(), port) != 0) {
-		fprintf(stderr, "rdgram-coll: rank %u: --port '%s' created no ethdev port named '%s'\n", rank,
-			args.c_str(), name.c_str());
-		return 1;
-	}
-	*probed = true;
 	return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "fwd_config.h"
 #include "fwd_loop.h"
 #include "fwd_report.h"
+#include "port.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
@@ -44,23 +45,6 @@ volatile sig_atomic_t g_dump = 0;
 
 void on_stop(int) { g_stop = 1; }
 void on_dump(int) { g_dump = 1; }
-
-int probe_port(const std::string &devargs, uint16_t *port)
-{
-	std::string name = devargs.substr(0, devargs.find(','));
-	if (rte_eth_dev_get_port_by_name(name.c_str(), port) == 0)
-		return 0; /* given with --vdev (or a PCI device) on the EAL command line */
-	int rc = rte_dev_probe(devargs.c_str());
-	if (rc < 0) {
-		fprintf(stderr, "rdgram-fwd: cannot probe '%s': %s\n", devargs.c_str(), strerror(-rc));
-		return -rc;
-	}
-	if (rte_eth_dev_get_port_by_name(name.c_str(), port) != 0) {
-		fprintf(stderr, "rdgram-fwd: '%s' created no ethdev port\n", devargs.c_str());
-		return ENODEV;
-	}
-	return 0;
-}
 
 /* Everything one port needs; lives until the poll thread has stopped. */
 struct port_rt {
@@ -248,8 +232,10 @@ int main(int argc, char **argv)
 		for (size_t p = 0; p < c.ports.size(); p++) {
 			auto pr = std::make_unique<port_rt>();
 			pr->cfg = &c.ports[p];
-			if (probe_port(c.ports[p].device, &pr->port_id) != 0)
+			if (std::string err; apps::probe_port(c.ports[p].device, &pr->port_id, &err) != 0) {
+				fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
 				return 1;
+			}
 			ports.push_back(std::move(pr));
 		}
 		/* The poll lcore: the first worker in NUMA order of the first port. */

@@ -35,6 +35,7 @@
 #include "cli.h"
 #include "mcast.h"
 #include "perf_status.h"
+#include "port.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
@@ -1069,14 +1070,8 @@ int main(int argc, char **argv)
 			r.seen.resize(c.subscribers);
 		} else {
 			uint16_t pid = 0;
-			const std::string name = c.port.substr(0, c.port.find(','));
-			if (rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0) {
-				if (int prc = rte_dev_probe(c.port.c_str()); prc < 0 ||
-				    rte_eth_dev_get_port_by_name(name.c_str(), &pid) != 0) {
-					fprintf(stderr, "rdgram-mcast: cannot probe '%s'\n", c.port.c_str());
-					rc = ENODEV;
-				}
-			}
+			if (std::string err; (rc = apps::probe_port(c.port, &pid, &err)) != 0)
+				fprintf(stderr, "rdgram-mcast: %s\n", err.c_str());
 			if (rc == 0) {
 				auto n = std::make_unique<node>();
 				n->name = c.mode;

@@ -662,8 +662,10 @@ int main(int argc, char **argv)
 				me.other = &other;
 			}
 			uint16_t port;
-			if (probe_port(me.self->vdev, &port) != 0)
+			if (std::string err; apps::probe_port(me.self->vdev, &port, &err) != 0) {
+				fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
 				return 1;
+			}
 			auto lcores = rt.poll_lcores(rte_eth_dev_socket_id(port));
 			me.where = {rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
 			if (open_endpoint(rt, c, me, port) != 0)

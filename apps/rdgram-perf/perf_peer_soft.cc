@@ -32,8 +32,10 @@ int run_soft_peer(runtime &rt, const perf_config &c, uint64_t deadline)
 		return 2;
 	}
 	uint16_t port;
-	if (probe_port(self.vdev, &port) != 0)
+	if (std::string err; apps::probe_port(self.vdev, &port, &err) != 0) {
+		fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
 		return 1;
+	}
 	const lcore_cpu me{rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
 	soft::soft_device dev;
 	soft::soft_config sc;
