@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-ah's data path: the worker lcore's poll loop over both queues (and
+ * the AH client), with the storm's readiness watch, and bench's dest_cache
+ * bulk lookups as a poll thread does them. No syscall, no lock, no
+ * allocation in either loop.
+ */
+#ifndef RDGRAM_AH_ENGINE_H
+#define RDGRAM_AH_ENGINE_H
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+
+#include "ah_host.h"
+
+namespace rdgram::ahtool {
+
+/* The worker lcore: a poll thread for both queues (and the AH client). No
+ * syscall, no lock, no allocation in the loop. */
+inline int worker_main(void *arg)
+{
+	auto *h = static_cast<host *>(arg);
+	h->rt.bind_this_thread(h->worker.cpu);
+	const unsigned tid = rte_lcore_id();
+	poll_thread_online(h->rt.qsbr(), tid);
+	recv_wc wc[32];
+	uint32_t rd = 0, wr = 0; /* watch: read and write positions in this pass */
+	while (!h->stop.load(std::memory_order_acquire)) {
+		const uint64_t now = rte_get_tsc_cycles();
+		for (soft::soft_queue *q : {&h->ql, &h->qp}) {
+			const uint16_t n = q->rx_burst(wc, 32);
+			for (uint16_t i = 0; i < n; i++)
+				rte_pktmbuf_free(wc[i].mbuf);
+			q->tx_flush();
+		}
+		h->cl.poll(h->ql, now);
+		if (h->watching.load(std::memory_order_acquire) && !h->watch_done.load(std::memory_order_relaxed)) {
+			/* One bulk lookup per loop: the queues stay polled while a
+			 * large storm is watched. */
+			const unsigned n = std::min<uint32_t>(dest_cache::max_bulk, h->watch_n - rd);
+			ah_key keys[dest_cache::max_bulk];
+			ah_handle out[dest_cache::max_bulk];
+			for (unsigned i = 0; i < n; i++)
+				keys[i] = h->watch_keys[h->watch_idx[rd + i]];
+			uint64_t hit = 0;
+			h->svc.cache().lookup_bulk(keys, n, out, &hit);
+			const uint64_t t = rte_get_tsc_cycles();
+			/* Compacted in place as the pass goes: hits leave the
+			 * pending list, the rest move down to wr. */
+			for (unsigned i = 0; i < n; i++) {
+				const uint32_t k = h->watch_idx[rd + i];
+				if (hit >> i & 1)
+					h->ready_tsc[k] = t;
+				else
+					h->watch_idx[wr++] = k;
+			}
+			rd += n;
+			if (rd >= h->watch_n) {
+				h->watch_n = wr;
+				rd = wr = 0;
+				h->scans++;
+			}
+			if (h->watch_n == 0)
+				h->watch_done.store(true, std::memory_order_release);
+		}
+		h->pub_l.maybe_publish(h->ql.counters(), &h->cl, now);
+		h->pub_p.maybe_publish(h->qp.counters(), nullptr, now);
+		rte_rcu_qsbr_quiescent(h->rt.qsbr(), tid);
+		/* A plain store (one writer): main waits on it to know the
+		 * worker has left the watch arrays. */
+		h->loops.store(h->loops.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+	}
+	h->pub_l.publish(h->ql.counters(), &h->cl, rte_get_tsc_cycles());
+	h->pub_p.publish(h->qp.counters(), nullptr, rte_get_tsc_cycles());
+	poll_thread_offline(h->rt.qsbr(), tid);
+	return 0;
+}
+
+/* bench: bulk lookups of keys[0, n) in dest_cache::max_bulk chunks until
+ * end (TSC), with a quiescent state after each pass over the keys, as a
+ * poll thread does them; the caller has gone online on the QSBR variable.
+ * Returns the lookups done, and the hits in *hits. (The bench thread.) */
+inline uint64_t lookup_until(host &h, const ah_key *keys, uint32_t n, uint64_t end, unsigned tid, uint64_t *hits)
+{
+	uint64_t lookups = 0, hit_n = 0;
+	ah_handle res[dest_cache::max_bulk];
+	do {
+		for (uint32_t off = 0; off < n; off += dest_cache::max_bulk) {
+			const unsigned m = std::min<uint32_t>(dest_cache::max_bulk, n - off);
+			uint64_t hit;
+			hit_n += h.svc.cache().lookup_bulk(keys + off, m, res, &hit);
+			lookups += m;
+		}
+		rte_rcu_qsbr_quiescent(h.rt.qsbr(), tid);
+	} while (rte_get_tsc_cycles() < end);
+	*hits = hit_n;
+	return lookups;
+}
+
+} // namespace rdgram::ahtool
+
+#endif

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-ah's modes (ah_modes.cc: what each measures) and their reports
+ * (ah_report.cc: a table on stdout, or one JSON object with --json).
+ */
+#ifndef RDGRAM_AH_REPORT_H
+#define RDGRAM_AH_REPORT_H
+
+#include <cstdint>
+#include <vector>
+
+#include "ah_app.h"
+#include "ah_host.h"
+
+namespace rdgram::ahtool {
+
+/* The registry's figures, read on the control thread. */
+struct reg_summary {
+	uint64_t live, capacity, unref, memory, created, reused, evicted, failed, device_live;
+};
+
+/* inspect: one registry entry. */
+struct inspect_row {
+	ah_key key;
+	ah_handle h;
+	uint32_t refs;
+	bool have_neigh;
+	soft::neigh_info n;
+	std::vector<uint8_t> av; /* the AV's wire header template */
+};
+
+struct inspect_result {
+	unsigned requested = 0, created = 0, released = 0;
+	std::vector<inspect_row> rows; /* in slot order */
+	reg_summary reg{};
+};
+
+struct bench_figure {
+	const char *name;
+	double per_s;
+	unsigned ok;
+};
+
+struct bench_result {
+	uint32_t count = 0, dests = 0;
+	uint64_t lookups = 0, hits = 0;
+	std::vector<bench_figure> figures;
+	reg_summary reg{};
+};
+
+struct storm_result {
+	uint32_t requested = 0, created = 0, dests = 0;
+	bool all_ready = false;
+	std::vector<double> ready_us;  /* each ready AH's readiness since the storm began, sorted */
+	std::vector<unsigned> by_errno; /* failed creations per errno (index), 256 */
+	double created_s = 0, all_ready_ms = 0;
+	uint64_t scans = 0; /* the worker's passes over the pending keys */
+	reg_summary reg{};
+};
+
+/* The modes (main thread, the worker running). Each returns 0, or 1 when
+ * something failed (printed on stderr); bench 2 when it cannot run (the
+ * capacity: nothing measured, nothing to report). */
+int run_inspect(host &h, inspect_result *r);
+int run_bench(host &h, bench_result *r);
+int run_storm(host &h, uint32_t n, const std::vector<wire::gid> &dests, storm_result *r);
+
+/* Reports on stdout: a table, or one JSON object with c.json. */
+void print_inspect(const ah_app_config &c, const inspect_result &r);
+void print_bench(const ah_app_config &c, const bench_result &r);
+void print_storm(const ah_app_config &c, const storm_result &r);
+
+} // namespace rdgram::ahtool
+
+#endif
