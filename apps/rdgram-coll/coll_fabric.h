@@ -2,8 +2,9 @@
  * Copyright(c) 2026 The rdgram authors
  *
  * rdgram-coll's fabric: where each rank's soft RoCEv2 device sends its
- * frames, and the rank's device, QP and AH service on it. (Set-up: main
- * thread, before the poll lcore runs; eth_switch::poll: the poll lcore.)
+ * frames, and the rank's device, QP and AH service on it (set-up: main
+ * thread, before the poll lcore runs; the switch's data path is
+ * coll_switch.h).
  *
  *   threads  all ranks in one process; rank i's port is a net_ring whose TX
  *            ring an Ethernet switch in software (eth_switch) drains into
@@ -30,6 +31,7 @@
 #include "bootstrap.h"
 #include "coll_config.h"
 #include "coll_engine.h"
+#include "coll_switch.h"
 #include "rdgram/ah_service.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
@@ -43,37 +45,6 @@ inline constexpr uint32_t qpn_base = 0x1000;
 wire::gid gid_of(uint32_t r);
 /* Threads mode: rank r's MAC 02:00:00:c0:HH:LL (the switch's table). */
 rte_ether_addr mac_of(uint32_t r);
-
-/* One switch port: a net_ring's ring pair (the rank's port is the other
- * end). */
-struct sw_port {
-	rte_ring *from = nullptr; /* frames the rank's port sent */
-	rte_ring *to = nullptr;   /* frames for the rank's port */
-	rte_mbuf *out[32];        /* frames for this port from the current input burst */
-	unsigned nout = 0;
-};
-
-struct sw_stats {
-	uint64_t forwarded, unknown_dst, full;
-	uint64_t in_flight_at_stop; /* frames still in the switch's rings when the job stopped */
-};
-
-/* Threads mode's Ethernet switch (poll thread: no syscall, lock or
- * allocation). Destination MAC 02:00:00:c0:HH:LL is rank HH:LL; anything
- * else (broadcast: there is no ARP on this fabric) is dropped, counted. */
-struct eth_switch {
-	std::vector<sw_port> ports; /* index = rank */
-	sw_stats st{};
-	/* Returns whether any frame moved. */
-	bool poll();
-	/* Frees every frame still in the rings, either way (sent by a rank
-	 * and not switched yet, or switched and not received yet), into
-	 * st.in_flight_at_stop. (Once the poll lcore stopped.) */
-	void drain();
-
-private:
-	void send(sw_port &out);
-};
 
 using rank_t = coll_rank<soft::soft_queue>;
 
