@@ -12,6 +12,7 @@
 #include <rte_ether.h>
 
 #include "ah_report.h"
+#include "latency_hist.h"
 #include "rdgram/config.h"
 
 namespace rdgram::ahtool {
@@ -129,9 +130,7 @@ void print_storm(const ah_app_config &c, const storm_result &res)
 {
 	const reg_summary &s = res.reg;
 	const std::vector<double> &lat = res.ready_us;
-	auto q = [&](double p) {
-		return lat.empty() ? 0.0 : lat[std::min(lat.size() - 1, size_t(p * double(lat.size())))];
-	};
+	auto q = [&](double p) { return apps::percentile(lat, p); };
 	const uint32_t n = res.requested, nd = res.dests;
 	const unsigned ok = res.created;
 	const double created_s = res.created_s;

@@ -15,17 +15,17 @@
 #include <rte_cycles.h>
 
 #include "coll_job.h"
+#include "latency_hist.h"
 
 namespace rdgram::coll {
 
 namespace {
 
+/* Sorts v; its nearest-rank p-quantile, as every app's (0 when empty). */
 double pct(std::vector<double> &v, double p)
 {
-	if (v.empty())
-		return 0;
 	std::sort(v.begin(), v.end());
-	return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
+	return apps::percentile(v, p);
 }
 
 } // namespace
