@@ -3,7 +3,9 @@
  */
 #include "fwd_report.h"
 
+#include <cerrno>
 #include <cinttypes>
+#include <cstring>
 #include <map>
 
 #include "rdgram/config.h"
@@ -223,6 +225,41 @@ void print_table(FILE *f, const fwd_config &c, const snapshot &s, const std::vec
 		if (v != 0)
 			fprintf(f, "   drop %-20s %llu\n", k.c_str(), u64(v));
 	fflush(f);
+}
+
+std::vector<port_report> port_reports(runtime &rt, const fwd_config &c,
+				      const std::vector<std::unique_ptr<port_rt>> &ports)
+{
+	std::vector<port_report> out;
+	for (size_t p = 0; p < ports.size(); p++) {
+		port_rt &pr = *ports[p];
+		port_report r{&c.ports[p], pr.port_id, false, {}, {}, {}};
+		r.have_eth = rte_eth_stats_get(pr.port_id, &r.eth) == 0;
+		if (pr.svc_up)
+			r.ahs = pr.svc.stats();
+		rt.ctl().call([&] { r.neigh = pr.dev.neigh_stats(); });
+		out.push_back(r);
+	}
+	return out;
+}
+
+int report(const fwd_config &c, const snapshot &s, const std::vector<port_report> &pr, const char *why)
+{
+	print_table(stdout, c, s, pr, why);
+	if (c.stats_json.empty())
+		return 0;
+	const std::string tmp = c.stats_json + ".tmp";
+	FILE *f = fopen(tmp.c_str(), "w");
+	if (f == nullptr) {
+		fprintf(stderr, "rdgram-fwd: cannot write %s: %s\n", tmp.c_str(), strerror(errno));
+		return 1;
+	}
+	write_json(f, c, s, pr, why);
+	if (fclose(f) != 0 || rename(tmp.c_str(), c.stats_json.c_str()) != 0) {
+		fprintf(stderr, "rdgram-fwd: cannot write %s: %s\n", c.stats_json.c_str(), strerror(errno));
+		return 1;
+	}
+	return 0;
 }
 
 } // namespace rdgram::fwd

@@ -13,6 +13,7 @@
 #define RDGRAM_FWD_REPORT_H
 
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 
 #include "fwd_config.h"
 #include "fwd_loop.h"
+#include "fwd_setup.h"
 #include "soft_neigh.h"
 
 namespace rdgram::fwd {
@@ -39,6 +41,17 @@ void write_json(FILE *f, const fwd_config &c, const snapshot &s, const std::vect
 /* Prints the report as a table to f. */
 void print_table(FILE *f, const fwd_config &c, const snapshot &s, const std::vector<port_report> &ports,
 		 const char *why);
+
+/* Port-level counters, read on the main thread: ethdev statistics, and the
+ * AH service's and neighbour table's, which live on the control thread and
+ * are copied there. */
+std::vector<port_report> port_reports(runtime &rt, const fwd_config &c,
+				      const std::vector<std::unique_ptr<port_rt>> &ports);
+
+/* The table on stdout and, with --stats-json, the same as JSON (written to
+ * a temporary file and renamed, so a reader never sees half a file). 0, or
+ * 1 when the file could not be written (printed). */
+int report(const fwd_config &c, const snapshot &s, const std::vector<port_report> &pr, const char *why);
 
 } // namespace rdgram::fwd
 
