@@ -23,7 +23,6 @@
  * main() parses, sets up (ah_setup.cc), runs a mode (ah_modes.cc; the
  * worker's poll loop is ah_engine.h) and reports (ah_report.cc).
  */
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
