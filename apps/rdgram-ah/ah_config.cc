@@ -4,6 +4,7 @@
 #include "ah_app.h"
 
 #include "rdgram/config.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::ahtool {
 
@@ -18,8 +19,8 @@ void load_ah_config(const std::string &path, ah_app_config &c)
 	if (auto t = r.get_table("ah")) {
 		c.ipv6 = t->get_bool("ipv6", c.ipv6);
 		c.capacity = uint32_t(t->get_int("capacity", c.capacity, 1, 1 << 24));
-		c.max_ah = uint32_t(t->get_int("max_ah", c.max_ah, 1, 1 << 24));
-		c.neigh_ttl_ms = uint32_t(t->get_int("neigh_ttl_ms", c.neigh_ttl_ms, 1, 86400000));
+		c.max_ah = soft::get_soft_key(*t, "max_ah", c.max_ah);
+		c.neigh_ttl_ms = soft::get_soft_key(*t, "neigh_ttl_ms", c.neigh_ttl_ms);
 		c.hold_s = t->get_double("hold", c.hold_s, 0, 86400);
 		c.json = t->get_bool("json", c.json);
 		t->finish();

@@ -4,6 +4,7 @@
 #include "coll_config.h"
 
 #include "rdgram/config.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::coll {
 
@@ -26,7 +27,7 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.json = t->get_string("json", c.json);
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
 		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
-		c.mtu = uint32_t(t->get_int("mtu", c.mtu, 256, 4096));
+		c.mtu = soft::get_soft_key(*t, "mtu", c.mtu);
 		t->finish();
 	}
 	if (auto t = r.get_table("collectives")) {

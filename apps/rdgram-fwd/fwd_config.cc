@@ -6,6 +6,7 @@
 #include <set>
 
 #include "rdgram/config.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::fwd {
 
@@ -38,12 +39,7 @@ void load_port(table_reader t, port_config &p)
 			if (a.is_multicast() || a.is_zero())
 				t.fail("addresses", "unicast IPv4 or IPv6 addresses");
 	}
-	p.mtu = uint32_t(t.get_int("mtu", p.mtu, 256, 4096));
-	if (p.mtu & (p.mtu - 1))
-		t.fail("mtu", "one of 256, 512, 1024, 2048, 4096");
-	p.pkey = uint16_t(t.get_int("pkey", p.pkey, 1, 0xffff));
-	p.max_ah = uint32_t(t.get_int("max_ah", p.max_ah, 1, 1 << 24));
-	p.resolve = t.get_bool("resolve", p.resolve);
+	soft::load_soft_port(t, p);
 	p.nb_mbufs = uint32_t(t.get_int("mbufs", p.nb_mbufs, 1023, 1 << 22));
 	if (t.has("neighbours")) {
 		p.neighbours.clear();

@@ -16,6 +16,7 @@
 #include <rte_ether.h>
 
 #include "rdgram/wire.h"
+#include "soft_params.h"
 
 namespace rdgram::fwd {
 
@@ -30,16 +31,14 @@ struct neigh_config {
 };
 
 /* One DPDK port with the soft RoCEv2 driver on it. */
-struct port_config {
+/* One [[port]]: the soft driver's keys (mtu, pkey, max_ah, resolve,
+ * neigh_*: soft_port_params, read by soft_config_toml.h) and rdgram-fwd's. */
+struct port_config : soft::soft_port_params {
 	std::string name;   /* what peers' "port" refers to */
 	std::string device; /* ethdev name (from EAL --vdev or a PCI address) or vdev devargs */
 	bool set_mac = false;
 	rte_ether_addr mac{};
 	std::vector<wire::gid> addresses; /* GID table, index = sgid_index */
-	uint32_t mtu = 4096;
-	uint16_t pkey = 0xffff;
-	uint32_t max_ah = 65536;
-	bool resolve = true;
 	std::vector<neigh_config> neighbours;
 	std::vector<qp_config> qps;
 	uint32_t nb_mbufs = 8191;

@@ -61,15 +61,11 @@ int set_up(runtime &rt, const fwd_config &c, fwd_app &a)
 	for (size_t p = 0; p < c.ports.size(); p++) {
 		port_rt &pr = *ports[p];
 		const port_config &pc = c.ports[p];
-		soft::soft_config sc;
+		soft::soft_config sc(pc); /* mtu, pkey, max_ah, neighbour resolution */
 		sc.port_id = pr.port_id;
 		sc.set_mac = pc.set_mac;
 		sc.mac = pc.mac;
 		sc.addresses = pc.addresses;
-		sc.pkey = pc.pkey;
-		sc.mtu = pc.mtu;
-		sc.max_ah = pc.max_ah;
-		sc.resolve = pc.resolve;
 		sc.nb_mbufs = pc.nb_mbufs;
 		for (const auto &n : pc.neighbours)
 			sc.neighbours.push_back({n.ip, n.mac});

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "rdgram/config.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::perf {
 
@@ -63,16 +64,7 @@ void load_perf_config(const std::string &path, perf_config &c)
 		t->finish();
 	}
 	if (auto t = r.get_table("port")) {
-		c.mtu = uint32_t(t->get_int("mtu", c.mtu, 256, 4096));
-		if (c.mtu & (c.mtu - 1))
-			t->fail("mtu", "one of 256, 512, 1024, 2048, 4096");
-		c.pkey = uint16_t(t->get_int("pkey", c.pkey, 1, 0xffff));
-		c.max_ah = uint32_t(t->get_int("max_ah", c.max_ah, 1, 1 << 24));
-		c.resolve = t->get_bool("resolve", c.resolve);
-		c.neigh_ttl_ms = uint32_t(t->get_int("neigh_ttl_ms", c.neigh_ttl_ms, 1, 86400000));
-		c.neigh_retry_ms = uint32_t(t->get_int("neigh_retry_ms", c.neigh_retry_ms, 1, 60000));
-		c.neigh_retries = uint32_t(t->get_int("neigh_retries", c.neigh_retries, 1, 100));
-		c.neigh_fail_hold_ms = uint32_t(t->get_int("neigh_fail_hold_ms", c.neigh_fail_hold_ms, 0, 86400000));
+		soft::load_soft_port(*t, c);
 		t->finish();
 	}
 	if (auto t = r.get_table("rdma")) {

@@ -14,6 +14,7 @@
 #include <rte_ether.h>
 
 #include "rdgram/wire.h"
+#include "soft_params.h"
 
 namespace rdgram::perf {
 
@@ -45,7 +46,11 @@ struct rdma_config {
 	std::string oob_proto = "rdgram";
 };
 
-struct perf_config {
+/* [port]: mtu, pkey, max_ah (every driver's) and the soft driver's
+ * neighbour resolution, as soft_port_params (soft_config_toml.h reads
+ * them; the peer's MAC is always a static neighbour, these govern
+ * everything else). */
+struct perf_config : soft::soft_port_params {
 	std::string driver = "soft";   /* soft | verbs | mlx5 */
 	std::string test = "both";     /* lat | bw | both */
 	std::string mode = "loopback"; /* loopback | server | client */
@@ -62,21 +67,11 @@ struct perf_config {
 	bool json = false;
 	bool use_imm = false;
 	std::vector<std::string> eal_args; /* used when none on the command line */
-	uint32_t mtu = 4096;
-	uint16_t pkey = 0xffff;
-	uint32_t max_ah = 65536;
 	/* txonly: prepared destinations the client cycles through (distinct
 	 * GIDs, each a static neighbour with its own AH), and in which order:
 	 * "rr" (round robin) or "random" (a permutation made before the loop). */
 	uint32_t dests = 0; /* 0: the peer's AH only, not cycled */
 	std::string dest_order = "rr";
-	/* Neighbour resolution of the soft driver (soft_config). The peer's
-	 * MAC is always a static neighbour; these govern everything else. */
-	bool resolve = true;
-	uint32_t neigh_ttl_ms = 30000;
-	uint32_t neigh_retry_ms = 100;
-	uint32_t neigh_retries = 3;
-	uint32_t neigh_fail_hold_ms = 1000;
 	endpoint_config server, client;
 	rdma_config rdma;
 

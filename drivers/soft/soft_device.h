@@ -30,24 +30,22 @@
 #include "rdgram/device.h"
 #include "soft_datapath.h"
 #include "soft_neigh.h"
+#include "soft_params.h"
 
 namespace rdgram::soft {
 
-struct soft_config {
+/* pkey, mtu, max_ah and neighbour resolution: soft_port_params, what an
+ * app's config sets (soft_config_toml.h reads them). */
+struct soft_config : soft_port_params {
+	soft_config() = default;
+	/* What an app's config set (its [port] table), the rest defaults. */
+	explicit soft_config(const soft_port_params &p) : soft_port_params(p) {}
+
 	uint16_t port_id = 0;           /* DPDK port, already probed */
 	bool set_mac = false;           /* program mac into the port */
 	rte_ether_addr mac{};           /* zero: the port's own */
 	std::vector<wire::gid> addresses; /* GID table, index = sgid_index */
-	uint16_t pkey = 0xffff;
-	uint32_t mtu = 4096;            /* path MTU: 256..4096 (IB MTU enum sizes) */
-	uint32_t max_ah = 65536;        /* the "device" AH table size */
 	std::vector<neighbour> neighbours; /* static GID -> MAC, never expire */
-	/* Neighbour resolution (ARP/ND, control thread). */
-	bool resolve = true;            /* dynamic ARP/ND; false: static only */
-	uint32_t neigh_ttl_ms = 30000;  /* reachable lifetime before re-resolution */
-	uint32_t neigh_retry_ms = 100;  /* retransmit interval */
-	uint32_t neigh_retries = 3;     /* requests before giving up */
-	uint32_t neigh_fail_hold_ms = 1000; /* a failure is remembered this long */
 	uint16_t nb_queues = 1;
 	uint16_t rx_desc = 1024, tx_desc = 1024;
 	uint32_t nb_mbufs = 8191;

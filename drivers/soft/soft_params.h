@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * What a user sets of a soft-driver port, apart from which port and its
+ * addresses: the part of soft_config an app's config file carries (the
+ * [port] keys of soft_config_toml.h), so that an app's own config can hold
+ * it and hand it to soft_config whole.
+ */
+#ifndef RDGRAM_SOFT_PARAMS_H
+#define RDGRAM_SOFT_PARAMS_H
+
+#include <cstdint>
+
+namespace rdgram::soft {
+
+struct soft_port_params {
+	uint16_t pkey = 0xffff;
+	uint32_t mtu = 4096;            /* path MTU: 256..4096 (IB MTU enum sizes) */
+	uint32_t max_ah = 65536;        /* the "device" AH table size */
+	/* Neighbour resolution (ARP/ND, control thread). */
+	bool resolve = true;            /* dynamic ARP/ND; false: static only */
+	uint32_t neigh_ttl_ms = 30000;  /* reachable lifetime before re-resolution */
+	uint32_t neigh_retry_ms = 100;  /* retransmit interval */
+	uint32_t neigh_retries = 3;     /* requests before giving up */
+	uint32_t neigh_fail_hold_ms = 1000; /* a failure is remembered this long */
+};
+
+} // namespace rdgram::soft
+
+#endif
