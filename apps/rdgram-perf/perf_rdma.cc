@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-perf on the verbs and mlx5 drivers. Never run on RDMA hardware:
+ * rdgram-perf on the verbs and mlx5 drivers: each driver's set-up (open,
+ * close), then one template for both that runs perf_run.h's poll thread
+ * bodies on the device's own queue type. Never run on RDMA hardware:
  * no device exists where it was written; here it is exercised only up to
  * the device failing to open (tests/integration/perf_rdma_driver.sh).
  *
  * Addressing: QP numbers are the device's to choose, so the soft driver's
  * fixed qpn settings cannot be used for our own QP. The server prints its
  * QPN, GID and LID; the client is given them ([server] qpn, address, lid).
- * The server learns the client from the first SYNC it receives (the
- * client repeats SYNC until it is answered, so taking the first one out
- * of the stream loses nothing): its AH comes from that completion
- * (ibv_create_ah_from_wc semantics, rdgram/ah_from_wc.h).
+ * The server learns the client from the first SYNC it receives
+ * (perf_run.h's learn_client).
  */
 #include "perf_rdma.h"
 
@@ -29,8 +29,8 @@
 
 #include "perf_oob.h"
 #include "perf_peer.h"
-#include "perf_tests.h"
-#include "rdgram/ah_from_wc.h"
+#include "perf_report.h"
+#include "perf_run.h"
 #include "rdgram/config.h"
 
 #ifdef RDGRAM_PERF_VERBS
@@ -44,100 +44,92 @@ namespace rdgram::perf {
 
 namespace {
 
-#ifdef RDGRAM_PERF_VERBS
-/* A verbs device, its mempool and one UD queue. */
-struct verbs_side {
-	static constexpr const char *name = "verbs";
-	verbs::verbs_device dev;
-	verbs::verbs_queue q;
-	rte_mempool *mp = nullptr;
-	bool queue = false;
+/* ---- set-up, one pair per driver ----------------------------------------- */
 
-	int open(runtime &rt, const perf_config &c, std::string *err)
-	{
-		verbs::verbs_config vc;
-		vc.device = c.rdma.device;
-		vc.port_num = c.rdma.port;
-		vc.max_ah = c.max_ah;
-		vc.qsbr = rt.qsbr();
-		vc.topology = rt.topology();
-		if (int rc = dev.open(vc); rc != 0) {
-			*err = dev.error();
-			return rc;
-		}
-		const int node = dev.port().numa_node >= 0 ? dev.port().numa_node : SOCKET_ID_ANY;
-		mp = rte_pktmbuf_pool_create("perf_verbs", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, node);
-		if (mp == nullptr) {
-			*err = "mempool: " + std::string(rte_strerror(rte_errno));
-			return ENOMEM;
-		}
-		if (int rc = dev.register_mempool(mp); rc != 0) {
-			*err = dev.error();
-			return rc;
-		}
-		verbs::verbs_queue_config qc;
-		qc.pool = mp;
-		qc.qkey = c.mode == "server" ? c.server.qkey : c.client.qkey;
-		qc.max_inline = c.inline_size;
-		qc.signal_every = c.cq_mod;
-		if (int rc = dev.create_queue(qc, q, node); rc != 0) {
-			*err = dev.error();
-			return rc;
-		}
-		queue = true;
-		return 0;
+#ifdef RDGRAM_PERF_VERBS
+using verbs_endpoint = endpoint<verbs::verbs_device, verbs::verbs_queue>;
+
+/* A verbs device, a mempool registered with it and one UD queue.
+ * 0, or an errno value with *err. */
+int open_device(runtime &rt, const perf_config &c, verbs_endpoint &e, std::string *err)
+{
+	verbs::verbs_config vc;
+	vc.device = c.rdma.device;
+	vc.port_num = c.rdma.port;
+	vc.max_ah = c.max_ah;
+	vc.qsbr = rt.qsbr();
+	vc.topology = rt.topology();
+	if (int rc = e.dev.open(vc); rc != 0) {
+		*err = e.dev.error();
+		return rc;
 	}
-	rte_mempool *mempool() const { return mp; }
-	uint32_t inline_max(const perf_config &c) const
-	{
-		return c.inline_size < q.max_inline() ? c.inline_size : q.max_inline();
+	const int node = e.dev.port().numa_node >= 0 ? e.dev.port().numa_node : SOCKET_ID_ANY;
+	e.mp = rte_pktmbuf_pool_create("perf_verbs", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, node);
+	if (e.mp == nullptr) {
+		*err = "mempool: " + std::string(rte_strerror(rte_errno));
+		return ENOMEM;
 	}
-	void close()
-	{
-		if (queue)
-			dev.destroy_queue(q);
-		dev.close();
-		rte_mempool_free(mp);
+	if (int rc = e.dev.register_mempool(e.mp); rc != 0) {
+		*err = e.dev.error();
+		return rc;
 	}
-};
+	verbs::verbs_queue_config qc;
+	qc.pool = e.mp;
+	qc.qkey = e.self->qkey;
+	qc.max_inline = c.inline_size;
+	qc.signal_every = c.cq_mod;
+	if (int rc = e.dev.create_queue(qc, e.q, node); rc != 0) {
+		*err = e.dev.error();
+		return rc;
+	}
+	e.inline_max = c.inline_size < e.q.max_inline() ? c.inline_size : e.q.max_inline();
+	return 0;
+}
+
+void close_device(verbs_endpoint &e)
+{
+	e.dev.destroy_queue(e.q); /* nothing when it was not created */
+	e.dev.close();
+	rte_mempool_free(e.mp);
+}
 #endif
 
 #ifdef RDGRAM_PERF_MLX5
-/* An mlx5 device: its QP, CQs and mempool are the device's own. */
-struct mlx5_side {
-	static constexpr const char *name = "mlx5";
-	mlx5::mlx5_device dev;
-	mlx5::mlx5_queue q;
+using mlx5_endpoint = endpoint<mlx5::mlx5_device, mlx5::mlx5_queue>;
 
-	int open(runtime &rt, const perf_config &c, std::string *err)
-	{
-		mlx5::mlx5_config mc;
-		mc.device = c.rdma.device;
-		mc.port_num = c.rdma.port;
-		mc.qkey = c.mode == "server" ? c.server.qkey : c.client.qkey;
-		mc.max_inline = c.inline_size;
-		mc.signal_every = c.cq_mod;
-		mc.max_ah = c.max_ah;
-		mc.qsbr = rt.qsbr();
-		if (int rc = dev.open(mc); rc != 0) {
-			*err = dev.error();
-			return rc;
-		}
-		if (int rc = dev.init_queue(q); rc != 0) {
-			*err = "init_queue: " + std::string(strerror(rc));
-			return rc;
-		}
-		return 0;
+/* An mlx5 device: its QP, CQs and mempool are the device's own.
+ * 0, or an errno value with *err. */
+int open_device(runtime &rt, const perf_config &c, mlx5_endpoint &e, std::string *err)
+{
+	mlx5::mlx5_config mc;
+	mc.device = c.rdma.device;
+	mc.port_num = c.rdma.port;
+	mc.qkey = e.self->qkey;
+	mc.max_inline = c.inline_size;
+	mc.signal_every = c.cq_mod;
+	mc.max_ah = c.max_ah;
+	mc.qsbr = rt.qsbr();
+	if (int rc = e.dev.open(mc); rc != 0) {
+		*err = e.dev.error();
+		return rc;
 	}
-	rte_mempool *mempool() const { return dev.mempool(); }
-	uint32_t inline_max(const perf_config &c) const { return c.inline_size; }
-	void close()
-	{
-		q.detach();
-		dev.close();
+	if (int rc = e.dev.init_queue(e.q); rc != 0) {
+		*err = "init_queue: " + std::string(strerror(rc));
+		return rc;
 	}
-};
+	e.mp = e.dev.mempool();
+	e.inline_max = c.inline_size;
+	return 0;
+}
+
+void close_device(mlx5_endpoint &e)
+{
+	e.q.detach();
+	e.dev.close();
+}
 #endif
+
+/* ---- one template for both --------------------------------------------- */
 
 /* The AH to the server from the client's settings. */
 ibv_ah_attr server_ah_attr(const perf_config &c, const port_attr &port)
@@ -153,85 +145,83 @@ ibv_ah_attr server_ah_attr(const perf_config &c, const port_attr &port)
 	return a;
 }
 
-/* The server: waits for the client's first SYNC and makes the AH to it
- * from that completion. */
-template <class S>
-bool learn_client(runtime &rt, S &s, const perf_config &c, const loop_env &env, peer *to)
+/* The client's AH to the server (cx: the config with --oob's record).
+ * 0 or the errno value of the last attempt. */
+template <class E> int create_server_ah(runtime &rt, E &e, const perf_config &cx, uint64_t deadline)
 {
-	gid_index gids;
-	gids.build(s.dev.port().gids);
-	recv_wc wcs[decltype(s.q)::max_burst];
+	int err = 0;
+	const ibv_ah_attr a = server_ah_attr(cx, e.dev.port());
+	/* On RoCE ibv_create_ah resolves the server's MAC in the kernel and
+	 * gives up (ETIMEDOUT, EHOSTUNREACH) when no ARP/ND answer came
+	 * within its own wait, e.g. while the server, told our address by
+	 * --oob, is still opening its port. Try again until the timeout, as
+	 * the registry's retry does for ENOMEM. */
 	for (;;) {
-		s.q.tx_flush();
-		const uint16_t n = s.q.rx_burst(wcs, decltype(s.q)::max_burst);
-		bool got = false;
-		for (uint16_t i = 0; i < n; i++) {
-			const recv_wc &wc = wcs[i];
-			if (!got && (wc.wc_flags & wc_with_imm) && wc.imm_data == imm_sync) {
-				int err = 0;
-				ah_handle h = ah_null;
-				rt.ctl().call([&] {
-					h = create_ah_from_wc(s.dev, gids, 1, wc, rte_pktmbuf_mtod(wc.mbuf, void *),
-							      &err);
-				});
-				if (err != 0) {
-					fprintf(stderr, "rdgram-perf: AH from the client's SYNC (QPN 0x%06x): %s\n",
-						wc.src_qp, strerror(err));
-				} else {
-					*to = peer{h, wc.src_qp, c.client.qkey};
-					got = true;
-				}
-			}
-			rte_pktmbuf_free(wc.mbuf);
-		}
-		rte_rcu_qsbr_quiescent(env.qs, env.tid);
-		if (got)
-			return true;
-		if (past(env.deadline, rte_rdtsc()))
-			return false;
+		rt.ctl().call([&] { e.to.ah = e.dev.create_ah(a, &err); });
+		if ((err != ETIMEDOUT && err != EHOSTUNREACH && err != ENETUNREACH) || past(deadline, rte_rdtsc()) ||
+		    perf_stop.load())
+			break;
+		rte_delay_us_sleep(100000);
 	}
+	e.to.qpn = cx.server.qpn;
+	e.to.qkey = cx.server.qkey;
+	return err;
 }
 
-/* Every drop counter of the queue that is not zero, by name: the driver's
- * whole set (stats.h, drivers/<d>/<d>_counters.h). One line on stderr,
- * none when nothing was dropped. */
-template <class Q> void print_drops(const char *drv, const Q &q)
+/* --oob: swaps addresses with the peer over TCP (perf_oob.h), so the
+ * client needs no QPN from the config; the peer's record goes into *cx.
+ * 0, or an errno value after one line on stderr. */
+template <class E> int exchange_oob(const perf_config &c, const E &e, perf_config *cx)
 {
-	std::string out;
-	q.counters().for_each([&](const xstat_name &n, uint64_t v) {
-		if (n.kind == counter_kind::drop && v != 0)
-			out += std::string(" ") + n.name + "=" + std::to_string(v);
-	});
-	if (!out.empty())
-		fprintf(stderr, "rdgram-perf: driver %s drops:%s\n", drv, out.c_str());
+	const port_attr &pa = e.dev.port();
+	oob_addr self{}, peer{};
+	if (c.rdma.gid_index < pa.gids.size())
+		memcpy(self.gid, pa.gids[c.rdma.gid_index].raw, 16);
+	self.qpn = e.q.qpn();
+	self.qkey = e.self->qkey;
+	self.lid = pa.lid;
+	std::string oerr;
+	if (int rc = oob_exchange(c.rdma.oob, c.mode == "server", self, c.timeout_s, &peer, &oerr); rc != 0) {
+		fprintf(stderr, "rdgram-perf: --oob %s: %s\n", c.rdma.oob.c_str(), oerr.c_str());
+		return rc;
+	}
+	endpoint_config &o = c.mode == "server" ? cx->client : cx->server;
+	memcpy(o.address.raw, peer.gid, 16);
+	o.qpn = peer.qpn;
+	o.qkey = peer.qkey;
+	o.lid = peer.lid;
+	if (!c.json)
+		printf(" rdgram-perf: --oob %s: peer QPN 0x%06x, GID %s, LID %u, Q_Key 0x%x\n", c.rdma.oob.c_str(),
+		       o.qpn, format_gid(o.address).c_str(), unsigned(o.lid), o.qkey);
+	fflush(stdout);
+	return 0;
 }
 
 /* The peer of perftest or ibv_ud_pingpong on an open device: run_peer
  * with an AH made by the device from the peer's GID (and LID on IB). */
-template <class S> int run_side_peer(runtime &rt, S &s, const perf_config &c, uint64_t deadline)
+template <class E> int run_side_peer(runtime &rt, E &e, const perf_config &c, uint64_t deadline)
 {
-	const port_attr &pa = s.dev.port();
-	const unsigned lcore = rte_get_main_lcore();
+	const port_attr &pa = e.dev.port();
 	peer_self ps;
-	ps.qpn = s.q.qpn();
+	ps.qpn = e.q.qpn();
 	ps.lid = pa.lid;
 	ps.with_gid = pa.link == link_layer::ethernet || pa.grh_required || c.rdma.gid_index_set;
 	if (ps.with_gid && c.rdma.gid_index >= pa.gids.size()) {
 		fprintf(stderr, "rdgram-perf: [rdma] gid_index %u: the port has %zu GIDs\n", unsigned(c.rdma.gid_index),
 			pa.gids.size());
-		s.close();
+		close_device(e);
 		return 2;
 	}
 	if (ps.with_gid)
 		ps.gid = pa.gids[c.rdma.gid_index];
 	ps.mtu = pa.active_mtu;
-	ps.device = std::string(S::name) + ", " + (c.rdma.device.empty() ? "first device" : c.rdma.device);
-	peer_port<decltype(s.q)> pp;
-	pp.q = &s.q;
-	pp.mp = s.mempool();
-	pp.inline_max = s.inline_max(c);
+	ps.device = std::string(e.dev.driver_name()) + ", " + (c.rdma.device.empty() ? "first device" : c.rdma.device);
+	peer_port<typename E::queue_type> pp;
+	pp.q = &e.q;
+	pp.mp = e.mp;
+	pp.inline_max = e.inline_max;
 	pp.qs = rt.qsbr();
-	pp.tid = lcore;
+	pp.tid = e.where.lcore;
 	pp.make_ah = [&](const wire::gid &g, uint16_t dlid, const std::function<void()> &, ah_handle *out,
 			 std::string *err) {
 		ibv_ah_attr a{};
@@ -241,161 +231,85 @@ template <class S> int run_side_peer(runtime &rt, S &s, const perf_config &c, ui
 		a.grh.sgid_index = c.rdma.gid_index;
 		a.grh.hop_limit = 64;
 		memcpy(a.grh.dgid.raw, g.raw, 16);
-		int e = 0;
-		rt.ctl().call([&] { *out = s.dev.create_ah(a, &e); });
-		if (e != 0)
+		int ae = 0;
+		rt.ctl().call([&] { *out = e.dev.create_ah(a, &ae); });
+		if (ae != 0)
 			*err = "creating the AH to " + (ps.with_gid ? format_gid(g) : "LID " + std::to_string(dlid)) +
-			       " failed: " + strerror(e);
-		return e;
+			       " failed: " + strerror(ae);
+		return ae;
 	};
-	poll_thread_online(rt.qsbr(), lcore);
+	poll_thread_online(rt.qsbr(), e.where.lcore);
 	ah_handle ah = ah_null;
 	const int status = run_peer(c, pp, ps, deadline, &ah);
-	poll_thread_offline(rt.qsbr(), lcore);
-	print_drops(S::name, s.q);
+	poll_thread_offline(rt.qsbr(), e.where.lcore);
+	print_drops(e.dev.driver_name(), e.q.counters());
 	if (ah != ah_null)
-		rt.ctl().call([&] { s.dev.destroy_ah(ah); });
-	s.close();
+		rt.ctl().call([&] { e.dev.destroy_ah(ah); });
+	close_device(e);
 	return status;
 }
 
-template <class S> int run_side(runtime &rt, const perf_config &c, uint64_t deadline)
+/* One side, server or client, on the main lcore: set up (open_device,
+ * --oob, the AH), run (server_main / client_main), report. */
+template <class E> int run_side(runtime &rt, const perf_config &c, uint64_t deadline)
 {
-	S s;
+	const bool is_server = c.mode == "server";
+	E e{c.mode.c_str(), is_server ? &c.server : &c.client, is_server ? &c.client : &c.server};
 	std::string err;
-	if (int rc = s.open(rt, c, &err); rc != 0) {
-		fprintf(stderr, "rdgram-perf: driver %s: cannot open RDMA device '%s' port %u: %s (%s)\n", S::name,
-			c.rdma.device.empty() ? "(first found)" : c.rdma.device.c_str(), unsigned(c.rdma.port),
-			err.c_str(), strerror(rc));
-		s.close();
+	if (int rc = open_device(rt, c, e, &err); rc != 0) {
+		fprintf(stderr, "rdgram-perf: driver %s: cannot open RDMA device '%s' port %u: %s (%s)\n",
+			e.dev.driver_name(), c.rdma.device.empty() ? "(first found)" : c.rdma.device.c_str(),
+			unsigned(c.rdma.port), err.c_str(), strerror(rc));
+		close_device(e);
 		return 1;
 	}
-	const port_attr &pa = s.dev.port();
-	const unsigned lcore = rte_get_main_lcore();
-	rt.bind_this_thread(unsigned(rte_lcore_to_cpu_id(int(lcore))));
-	const uint32_t inl = s.inline_max(c);
+	const port_attr &pa = e.dev.port();
+	e.where = {rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
+	rt.bind_this_thread(e.where.cpu);
 	std::string gid = c.rdma.gid_index < pa.gids.size() ? format_gid(pa.gids[c.rdma.gid_index]) : "-";
 	if (!c.json)
 		printf(" rdgram-perf: %s, driver %s, QPN 0x%06x, GID[%u] %s, LID %u, %s port\n", c.mode.c_str(),
-		       S::name, s.q.qpn(), unsigned(c.rdma.gid_index), gid.c_str(), unsigned(pa.lid),
+		       e.dev.driver_name(), e.q.qpn(), unsigned(c.rdma.gid_index), gid.c_str(), unsigned(pa.lid),
 		       pa.link == link_layer::ethernet ? "Ethernet (RoCE)" : "InfiniBand");
 	fflush(stdout);
 
 	/* --oob-proto perftest|ud_pingpong: the peer is a standard tool
 	 * (perf_peer.h). */
 	if (peer_proto(c))
-		return run_side_peer(rt, s, c, deadline);
+		return run_side_peer(rt, e, c, deadline);
 
-	/* --oob: swap addresses with the peer over TCP (perf_oob.h), so the
-	 * client needs no QPN from the config. */
 	perf_config cx = c;
-	if (!c.rdma.oob.empty()) {
-		oob_addr self{}, peer{};
-		if (c.rdma.gid_index < pa.gids.size())
-			memcpy(self.gid, pa.gids[c.rdma.gid_index].raw, 16);
-		self.qpn = s.q.qpn();
-		self.qkey = c.mode == "server" ? c.server.qkey : c.client.qkey;
-		self.lid = pa.lid;
-		std::string oerr;
-		if (int rc = oob_exchange(c.rdma.oob, c.mode == "server", self, c.timeout_s, &peer, &oerr); rc != 0) {
-			fprintf(stderr, "rdgram-perf: --oob %s: %s\n", c.rdma.oob.c_str(), oerr.c_str());
-			s.close();
-			return 1;
-		}
-		endpoint_config &e = c.mode == "server" ? cx.client : cx.server;
-		memcpy(e.address.raw, peer.gid, 16);
-		e.qpn = peer.qpn;
-		e.qkey = peer.qkey;
-		e.lid = peer.lid;
-		if (!c.json)
-			printf(" rdgram-perf: --oob %s: peer QPN 0x%06x, GID %s, LID %u, Q_Key 0x%x\n", c.rdma.oob.c_str(),
-			       e.qpn, format_gid(e.address).c_str(), unsigned(e.lid), e.qkey);
-		fflush(stdout);
+	if (!c.rdma.oob.empty() && exchange_oob(c, e, &cx) != 0) {
+		close_device(e);
+		return 1;
 	}
-
-	poll_thread_online(rt.qsbr(), lcore);
-	loop_env env{rt.qsbr(), lcore, deadline, nullptr};
-	peer to{ah_null, 0, 0};
+	run_ctx<E> x{&cx, &rt, &e, deadline};
 	int status = 0;
-	if (c.mode == "server") {
-		uint64_t served = 0;
-		if (!learn_client(rt, s, cx, env, &to)) {
+	if (is_server) {
+		/* e.to is unset: server_main learns the client from its SYNC. */
+		server_main<E>(&x);
+		if (x.no_client) {
 			fprintf(stderr, "rdgram-perf: no client SYNC before the %.1f s timeout\n", c.timeout_s);
 			status = 1;
-		} else if (!serve(s.q, to, inl, env, &served)) {
+		} else if (!x.ok) {
 			status = perf_stop.load() ? 130 : 1;
 		}
 		if (!c.json)
-			printf(" server: answered %lu data messages in the last test\n", (unsigned long)served);
+			printf(" server: answered %lu data messages in the last test\n", (unsigned long)x.served);
+	} else if (int ae = create_server_ah(rt, e, cx, deadline); ae != 0) {
+		fprintf(stderr, "rdgram-perf: creating the AH to %s failed: %s\n", format_gid(cx.server.address).c_str(),
+			strerror(ae));
+		status = 1;
 	} else {
-		int e = 0;
-		const ibv_ah_attr a = server_ah_attr(cx, pa);
-		/* On RoCE ibv_create_ah resolves the server's MAC in the kernel
-		 * and gives up (ETIMEDOUT, EHOSTUNREACH) when no ARP/ND answer
-		 * came within its own wait, e.g. while the server, told our
-		 * address by --oob, is still opening its port. Try again until
-		 * the timeout, as the registry's retry does for ENOMEM. */
-		for (;;) {
-			rt.ctl().call([&] { to.ah = s.dev.create_ah(a, &e); });
-			if ((e != ETIMEDOUT && e != EHOSTUNREACH && e != ENETUNREACH) || past(deadline, rte_rdtsc()) ||
-			    perf_stop.load())
-				break;
-			rte_delay_us_sleep(100000);
-		}
-		to.qpn = cx.server.qpn;
-		to.qkey = cx.server.qkey;
-		if (e != 0) {
-			fprintf(stderr, "rdgram-perf: creating the AH to %s failed: %s\n",
-				format_gid(cx.server.address).c_str(), strerror(e));
-			status = 1;
-		} else {
-			const bool do_lat = c.test == "lat" || c.test == "both", do_bw = c.test != "lat";
-			const bool txonly = c.test == "txonly";
-			std::vector<lat_result> lat;
-			std::vector<bw_result> bw;
-			bool ok = true;
-			if (do_lat) {
-				client_params cp{c.size, c.lat_iters, c.warmup, inl, c.tx_depth, c.use_imm, !do_bw, false};
-				std::vector<double> samples;
-				lat_result r;
-				ok = client_lat(s.q, s.mempool(), to, cp, env, samples, &r);
-				if (ok)
-					lat.push_back(r);
-			}
-			if (do_bw && ok) {
-				client_params cp{c.size, c.bw_iters, 0, inl, c.tx_depth, c.use_imm, true, txonly};
-				bw_result r;
-				ok = client_bw(s.q, s.mempool(), to, cp, env, &r);
-				if (ok)
-					bw.push_back(r);
-			}
-			if (c.json) {
-				for (const auto &r : lat)
-					printf("%s\n", lat_json(r).c_str());
-				for (const auto &r : bw)
-					printf("%s\n", bw_json(r).c_str());
-			} else {
-				if (!lat.empty())
-					print_lat_table(stdout, lat);
-				if (!bw.empty())
-					print_bw_table(stdout, bw);
-			}
-			if (!ok && perf_stop.load()) {
-				fprintf(stderr, "rdgram-perf: interrupted\n");
-				status = 130;
-			} else if (!ok) {
-				fprintf(stderr, "rdgram-perf: the test did not complete before the %.1f s timeout\n",
-					c.timeout_s);
-				status = 1;
-			}
-		}
+		client_main<E>(&x);
+		print_results(c, x.lat, x.bw);
+		status = client_status(c, x.ok);
 	}
-	poll_thread_offline(rt.qsbr(), lcore);
 	fflush(stdout);
-	print_drops(S::name, s.q);
-	if (to.ah != ah_null)
-		rt.ctl().call([&] { s.dev.destroy_ah(to.ah); });
-	s.close();
+	print_drops(e.dev.driver_name(), e.q.counters());
+	if (e.to.ah != ah_null)
+		rt.ctl().call([&] { e.dev.destroy_ah(e.to.ah); });
+	close_device(e);
 	return status;
 }
 
@@ -409,15 +323,14 @@ int run_rdma(runtime &rt, const perf_config &c, uint64_t deadline)
 			c.driver.c_str());
 		return 2;
 	}
-	if (c.driver == "verbs") {
 #ifdef RDGRAM_PERF_VERBS
-		return run_side<verbs_side>(rt, c, deadline);
+	if (c.driver == "verbs")
+		return run_side<verbs_endpoint>(rt, c, deadline);
 #endif
-	} else if (c.driver == "mlx5") {
 #ifdef RDGRAM_PERF_MLX5
-		return run_side<mlx5_side>(rt, c, deadline);
+	if (c.driver == "mlx5")
+		return run_side<mlx5_endpoint>(rt, c, deadline);
 #endif
-	}
 	fprintf(stderr, "rdgram-perf: driver %s was not built in (see the meson summary: Drivers)\n",
 		c.driver.c_str());
 	return 2;

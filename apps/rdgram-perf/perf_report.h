@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * perftest-style result tables (ib_send_lat / ib_send_bw layouts) and JSON.
+ * perftest-style result tables (ib_send_lat / ib_send_bw layouts) and JSON;
+ * what rdgram-perf prints while its tests run (the status line) and after
+ * them (results, counters, the exit status they make; perf_report.cc).
  */
 #ifndef RDGRAM_PERF_REPORT_H
 #define RDGRAM_PERF_REPORT_H
@@ -10,8 +12,17 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include <rte_mempool.h>
+
+#include "perf_config.h"
+#include "perf_status.h"
+#include "rdgram/stats.h"
+#include "rdgram/telemetry.h"
 
 namespace rdgram::perf {
 
@@ -117,6 +128,103 @@ inline std::string bw_json(const bw_result &r)
 		 r.received_known ? ",\"received\":" : "",
 		 r.received_known ? std::to_string(r.received).c_str() : "");
 	return b;
+}
+
+/* The status line: printed by the control thread (a poller) every
+ * interval from what the poll threads published (perf_status.h). */
+struct status_printer {
+	const perf_config *c;
+	progress *prog; /* client side, or null */
+	std::vector<const telemetry::qp_publisher *> qps;
+	uint64_t start = 0, next = 0, interval = 0;
+	uint64_t last_done = 0, last_tsc = 0;
+	int last_phase = progress::idle;
+
+	/* A control_thread poller (control thread). */
+	static bool poll(void *arg, uint64_t now)
+	{
+		auto *p = static_cast<status_printer *>(arg);
+		if (now < p->next)
+			return false;
+		p->next = now + p->interval;
+		p->print(now);
+		return false;
+	}
+	void print(uint64_t now);
+};
+
+/* The client's results on stdout: JSON lines with c.json, else the
+ * latency then the bandwidth table. */
+void print_results(const perf_config &c, const std::vector<lat_result> &lat, const std::vector<bw_result> &bw);
+
+/* The client's exit status: 0 when its tests completed (ok), else 130
+ * after SIGINT/SIGTERM or 1 at the timeout, with one line on stderr. */
+int client_status(const perf_config &c, bool ok);
+
+/* txonly --dests: messages per destination and the pool's mbufs on
+ * stderr. Returns status, or 1 when mbufs are missing from mp and status
+ * was 0. */
+int report_dests(const perf_config &c, size_t n_dests, const std::vector<bw_result> &bw, rte_mempool *mp,
+		 int status);
+
+/* --hist-csv and --hist-plot (either may be ""): writes the CSV, draws the
+ * plot, one line on stdout for each (not with c.json). Returns status, or
+ * 1 (CSV) or 3 (plot) on a failure when status was 0. */
+int write_histogram(const perf_config &c, const latency_hist &h, const std::string &csv, const std::string &plot,
+		    int status);
+
+/* The queues' non-zero counters after the results (stdout flushed first,
+ * so a pipe keeps the order): one line per role, "ROLE counters:
+ * name=value ..." (scripts read it), then what each name means. K is a
+ * driver's counters (stats.h: for_each of xstat_name and value). */
+template <class K> void print_counters(const std::vector<std::pair<const char *, const K *>> &qs)
+{
+	const auto counted = [](const xstat_name &n, uint64_t v) { return v != 0 && n.kind != counter_kind::traffic; };
+	std::vector<const xstat_name *> seen;
+	for (const auto &q : qs)
+		q.second->for_each([&](const xstat_name &n, uint64_t v) {
+			if (counted(n, v) && std::none_of(seen.begin(), seen.end(), [&](const xstat_name *p) {
+				    return strcmp(p->name, n.name) == 0;
+			    }))
+				seen.push_back(&n);
+		});
+	fflush(stdout);
+	if (seen.empty())
+		return;
+	fprintf(stderr, " queue counters, non-zero (packets and bytes left out):\n");
+	for (const auto &q : qs) {
+		/* A plain name, not a structured binding: clang before 16
+		 * cannot capture a binding in the lambda below. */
+		const auto &role = q.first;
+		bool any = false;
+		q.second->for_each([&](const xstat_name &n, uint64_t v) {
+			if (!counted(n, v))
+				return;
+			if (!any)
+				fprintf(stderr, " %s counters:", role);
+			fprintf(stderr, " %s=%lu", n.name, (unsigned long)v);
+			any = true;
+		});
+		if (any)
+			fprintf(stderr, "\n");
+	}
+	for (const xstat_name *n : seen)
+		fprintf(stderr, "   %-20s %s: %s\n", n->name,
+			n->kind == counter_kind::drop ? "drop (messages lost)" : "event (not a loss)", n->desc);
+}
+
+/* Every drop counter of a queue that is not zero, by name: the driver's
+ * whole set (stats.h, drivers/<d>/<d>_counters.h). One line on stderr,
+ * none when nothing was dropped. */
+template <class K> void print_drops(const char *drv, const K &k)
+{
+	std::string out;
+	k.for_each([&](const xstat_name &n, uint64_t v) {
+		if (n.kind == counter_kind::drop && v != 0)
+			out += std::string(" ") + n.name + "=" + std::to_string(v);
+	});
+	if (!out.empty())
+		fprintf(stderr, "rdgram-perf: driver %s drops:%s\n", drv, out.c_str());
 }
 
 } // namespace rdgram::perf

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * What a poll thread of rdgram-perf runs, on every driver: the server's
+ * and the client's thread bodies around perf_tests.h's loops, templates
+ * over the driver's device and queue types (the soft driver, verbs,
+ * mlx5), chosen once per run, so nothing is virtual or branches on the
+ * driver per burst. Set-up (opening devices, queues, AHs) is
+ * perf_setup.cc's and perf_rdma.cc's; what is printed, perf_report.cc's.
+ */
+#ifndef RDGRAM_PERF_RUN_H
+#define RDGRAM_PERF_RUN_H
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <rte_cycles.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+
+#include "perf_config.h"
+#include "perf_cpu.h"
+#include "perf_status.h"
+#include "perf_tests.h"
+#include "rdgram/ah_from_wc.h"
+#include "rdgram/runtime.h"
+
+namespace rdgram::perf {
+
+/* A control-thread poller of a device (the soft driver's ARP/ND and
+ * reclaim), removed when this goes away: declared after the device in
+ * endpoint, so that it goes before the device closes. */
+struct ctl_poller {
+	runtime *rt = nullptr;
+	bool (*fn)(void *, uint64_t) = nullptr;
+	void *arg = nullptr;
+
+	ctl_poller() = default;
+	ctl_poller(const ctl_poller &) = delete;
+	ctl_poller &operator=(const ctl_poller &) = delete;
+	/* (Main thread.) true when it was added. */
+	bool add(runtime &r, bool (*f)(void *, uint64_t), void *a)
+	{
+		if (r.ctl().add_poller(f, a) != 0)
+			return false;
+		rt = &r;
+		fn = f;
+		arg = a;
+		return true;
+	}
+	~ctl_poller()
+	{
+		if (rt != nullptr)
+			rt->ctl().remove_poller(fn, arg);
+	}
+};
+
+/* One side of a test: a driver's device, its queue, and where it sends.
+ * Dev is the driver's device class, Q its queue class. */
+template <class Dev, class Q> struct endpoint {
+	using device_type = Dev;
+	using queue_type = Q;
+
+	const char *role;
+	const endpoint_config *self;
+	const endpoint_config *other;
+	Dev dev;
+	Q q;
+	rte_mempool *mp = nullptr; /* what the client sends non-inline payloads from */
+	uint32_t inline_max = 0;   /* payloads up to this many bytes go inline */
+	peer to{};                 /* ah_null on a server: learned from the client's SYNC */
+	/* txonly --dests: the prepared AHs, in the order they are sent. */
+	std::vector<ah_handle> dests;
+	lcore_cpu where{};
+	ctl_poller polled; /* last: off the control thread before dev closes */
+};
+
+/* A poll thread's run: what it is given and what it leaves. */
+template <class E> struct run_ctx {
+	const perf_config *c;
+	runtime *rt;
+	E *ep;
+	uint64_t deadline;
+	bool ok = false;
+	bool no_client = false; /* server: no SYNC came to learn the client from */
+	uint64_t served = 0;
+	std::vector<lat_result> lat;
+	std::vector<bw_result> bw;
+	loop_hooks *hooks = nullptr;
+	/* Loopback: the server's CPU clock, published by its thread once it
+	 * runs, and the bandwidth test's CPU shares the client measured. */
+	thread_clock clock{};
+	std::atomic<bool> clock_ready{false};
+	const run_ctx *server = nullptr;
+	cpu_meter bw_cpu{};
+};
+
+/* The server, when it has no AH to the client yet: waits for the
+ * client's first SYNC and makes the AH to it from that completion
+ * (ibv_create_ah_from_wc semantics, rdgram/ah_from_wc.h). The client
+ * repeats SYNC until it is answered, so taking the first one out of the
+ * stream loses nothing. (The queue's poll thread.) */
+template <class E> bool learn_client(runtime &rt, E &e, const perf_config &c, const loop_env &env)
+{
+	using Q = typename E::queue_type;
+	gid_index gids;
+	gids.build(e.dev.port().gids);
+	recv_wc wcs[Q::max_burst];
+	for (;;) {
+		e.q.tx_flush();
+		const uint16_t n = e.q.rx_burst(wcs, Q::max_burst);
+		bool got = false;
+		for (uint16_t i = 0; i < n; i++) {
+			const recv_wc &wc = wcs[i];
+			if (!got && (wc.wc_flags & wc_with_imm) && wc.imm_data == imm_sync) {
+				int err = 0;
+				ah_handle h = ah_null;
+				rt.ctl().call([&] {
+					h = create_ah_from_wc(e.dev, gids, 1, wc, rte_pktmbuf_mtod(wc.mbuf, void *),
+							      &err);
+				});
+				if (err != 0) {
+					fprintf(stderr, "rdgram-perf: AH from the client's SYNC (QPN 0x%06x): %s\n",
+						wc.src_qp, strerror(err));
+				} else {
+					e.to = peer{h, wc.src_qp, c.client.qkey};
+					got = true;
+				}
+			}
+			rte_pktmbuf_free(wc.mbuf);
+		}
+		rte_rcu_qsbr_quiescent(env.qs, env.tid);
+		if (got)
+			return true;
+		if (past(env.deadline, rte_rdtsc()))
+			return false;
+	}
+}
+
+/* The server's poll thread (an lcore_function_t: arg is a run_ctx<E>):
+ * learns the client if it must, then answers until the client's last
+ * FIN or the deadline. */
+template <class E> int server_main(void *arg)
+{
+	auto *x = static_cast<run_ctx<E> *>(arg);
+	E &e = *x->ep;
+	x->rt->bind_this_thread(e.where.cpu);
+	x->clock = thread_clock::self();
+	x->clock_ready.store(true, std::memory_order_release);
+	const unsigned tid = rte_lcore_id();
+	poll_thread_online(x->rt->qsbr(), tid);
+	loop_env env{x->rt->qsbr(), tid, x->deadline, x->hooks};
+	if (e.to.ah == ah_null && !learn_client(*x->rt, e, *x->c, env))
+		x->no_client = true;
+	else
+		x->ok = serve(e.q, e.to, e.inline_max, env, &x->served);
+	if (x->hooks != nullptr && x->hooks->pub != nullptr) /* the final figures */
+		x->hooks->pub->publish(e.q.counters(), nullptr, rte_rdtsc());
+	poll_thread_offline(x->rt->qsbr(), tid);
+	return 0;
+}
+
+/* The client's poll thread (arg is a run_ctx<E>): the latency test,
+ * then the bandwidth test, as c.test says. */
+template <class E> int client_main(void *arg)
+{
+	auto *x = static_cast<run_ctx<E> *>(arg);
+	E &e = *x->ep;
+	const perf_config &c = *x->c;
+	x->rt->bind_this_thread(e.where.cpu);
+	const unsigned tid = rte_lcore_id();
+	poll_thread_online(x->rt->qsbr(), tid);
+	loop_env env{x->rt->qsbr(), tid, x->deadline, x->hooks};
+	const bool txonly = c.test == "txonly";
+	const bool do_lat = c.test == "lat" || c.test == "both", do_bw = c.test != "lat";
+	x->ok = true;
+	if (do_lat) {
+		client_params cp{c.size, c.lat_iters, c.warmup, e.inline_max, c.tx_depth, c.use_imm, !do_bw, false};
+		std::vector<double> samples;
+		lat_result r;
+		if (client_lat(e.q, e.mp, e.to, cp, env, samples, &r))
+			x->lat.push_back(r);
+		else
+			x->ok = false;
+	}
+	if (do_bw && x->ok) {
+		client_params cp{c.size, c.bw_iters, 0, e.inline_max, c.tx_depth, c.use_imm, true, txonly};
+		if (!e.dests.empty()) {
+			cp.dests = e.dests.data();
+			cp.n_dests = uint32_t(e.dests.size());
+		}
+		bw_result r;
+		/* Who had the CPUs during the test (two clock reads each side
+		 * of it, outside the loop). */
+		x->bw_cpu.a = thread_clock::self();
+		if (x->server != nullptr && x->server->clock_ready.load(std::memory_order_acquire))
+			x->bw_cpu.b = x->server->clock;
+		x->bw_cpu.start();
+		const bool done = client_bw(e.q, e.mp, e.to, cp, env, &r);
+		x->bw_cpu.stop();
+		if (done)
+			x->bw.push_back(r);
+		else
+			x->ok = false;
+	}
+	if (x->hooks != nullptr && x->hooks->pub != nullptr) /* the final figures */
+		x->hooks->pub->publish(e.q.counters(), nullptr, rte_rdtsc());
+	poll_thread_offline(x->rt->qsbr(), tid);
+	return 0;
+}
+
+} // namespace rdgram::perf
+
+#endif
