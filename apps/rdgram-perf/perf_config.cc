@@ -3,8 +3,9 @@
  */
 #include "perf_config.h"
 
-#include <cstdlib>
+#include <string>
 
+#include "bootstrap.h"
 #include "rdgram/config.h"
 #include "soft_config_toml.h"
 
@@ -74,15 +75,12 @@ void load_perf_config(const std::string &path, perf_config &c)
 		c.rdma.gid_index = uint8_t(t->get_int("gid_index", c.rdma.gid_index, 0, 255));
 		c.rdma.oob = t->get_string("oob", c.rdma.oob);
 		c.rdma.oob_proto = t->get_enum("oob_proto", c.rdma.oob_proto, {"rdgram", "perftest", "ud_pingpong"});
-		if (!c.rdma.oob.empty()) {
-			const size_t colon = c.rdma.oob.rfind(':');
-			char *end = nullptr;
-			const unsigned long port =
-				colon == std::string::npos ? 0 : strtoul(c.rdma.oob.c_str() + colon + 1, &end, 10);
-			if (colon == std::string::npos || colon == 0 || end == nullptr || *end != '\0' || port == 0 ||
-			    port > 65535)
-				t->fail("oob", "\"host:port\" of the TCP exchange (e.g. \"192.0.2.1:18515\")");
-		}
+		/* Checked as the exchange will split it (bootstrap.h), so a
+		 * bad value fails here, at its line, not at run time. */
+		std::string host;
+		uint16_t port;
+		if (!c.rdma.oob.empty() && !coll::split_hostport(c.rdma.oob, &host, &port))
+			t->fail("oob", "\"host:port\" of the TCP exchange (e.g. \"192.0.2.1:18515\")");
 		t->finish();
 	}
 	if (auto t = r.get_table("server"))

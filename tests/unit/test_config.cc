@@ -64,6 +64,21 @@ TEST(Config, OobProto)
 	EXPECT_EQ(error_of("[rdma]\noob_proto = \"ud_pingpong\"\n", &p), "");
 }
 
+/* [rdma] oob: HOST:PORT as the exchange splits it (bootstrap.h's
+ * split_hostport); anything else refused at its line and column, by key. */
+TEST(Config, OobHostPort)
+{
+	std::string p;
+	for (const char *ok : {"192.0.2.1:18515", "host.example:1", "[fd00::1]:65535", "fd00::1:18515"})
+		EXPECT_EQ(error_of(std::string("[rdma]\noob = \"") + ok + "\"\n", &p), "") << ok;
+	for (const char *bad : {"192.0.2.1", ":18515", "host:", "host:0", "host:65536", "host:18x", "host:-1"}) {
+		const std::string e = error_of(std::string("[rdma]\noob = \"") + bad + "\"\n", &p);
+		EXPECT_EQ(e, p + ":2:7: key 'rdma.oob': expected \"host:port\" of the TCP exchange (e.g. "
+			      "\"192.0.2.1:18515\"), got \"" + bad + "\"")
+			<< bad;
+	}
+}
+
 TEST(Config, ValuesApplied)
 {
 	std::string p = write_tmp("[perf]\nsize = 256\ntest = \"lat\"\n[server]\naddress = \"fd00::5\"\n"
