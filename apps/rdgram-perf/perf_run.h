@@ -71,7 +71,7 @@ template <class Dev, class Q> struct endpoint {
 	Q q;
 	rte_mempool *mp = nullptr; /* what the client sends non-inline payloads from */
 	uint32_t inline_max = 0;   /* payloads up to this many bytes go inline */
-	peer to{};                 /* ah_null on a server: learned from the client's SYNC */
+	peer to{ah_null, 0, 0};    /* ah_null: a server learns it from the client's SYNC */
 	/* txonly --dests: the prepared AHs, in the order they are sent. */
 	std::vector<ah_handle> dests;
 	lcore_cpu where{};

@@ -130,8 +130,9 @@ int run_soft(runtime &rt, const perf_options &o, uint64_t deadline)
 		status = write_histogram(c, ex.client_progress().hist, o.hist_csv, o.hist_plot, status);
 	fflush(stdout);
 	rt.ctl().call([&] {
-		srv.dev.destroy_ah(srv.to.ah);
-		cli.dev.destroy_ah(cli.to.ah);
+		for (soft_endpoint *e : {&srv, &cli})
+			if (e->to.ah != ah_null)
+				e->dev.destroy_ah(e->to.ah);
 		for (ah_handle h : cli.dests)
 			cli.dev.destroy_ah(h);
 	});
