@@ -3,9 +3,10 @@
  *
  * rdgram-perf on the verbs and mlx5 drivers: each driver's set-up (open,
  * close), then one template for both that runs perf_run.h's poll thread
- * bodies on the device's own queue type. Never run on RDMA hardware:
- * no device exists where it was written; here it is exercised only up to
- * the device failing to open (tests/integration/perf_rdma_driver.sh).
+ * bodies on the device's own queue type. Never run on RDMA hardware; the
+ * verbs driver runs against rxe in the lab (tests/lab/perf_soft_verbs.sh,
+ * perftest.sh, ud_pingpong.sh), mlx5 only up to its device failing to
+ * open (tests/integration/perf_rdma_driver.sh).
  *
  * Addressing: QP numbers are the device's to choose, so the soft driver's
  * fixed qpn settings cannot be used for our own QP. The server prints its
@@ -19,8 +20,6 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
-#include <type_traits>
-#include <vector>
 
 #include <rte_cycles.h>
 #include <rte_errno.h>
