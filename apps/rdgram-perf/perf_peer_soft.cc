@@ -38,19 +38,12 @@ int run_soft_peer(runtime &rt, const perf_config &c, uint64_t deadline)
 	}
 	const lcore_cpu me{rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
 	soft::soft_device dev;
-	soft::soft_config sc;
+	soft::soft_config sc(c); /* [port]: mtu, pkey, max_ah, neighbour resolution */
 	sc.port_id = port;
 	sc.set_mac = true;
 	sc.mac = self.mac;
 	sc.addresses = {self.address};
-	sc.pkey = c.pkey;
-	sc.mtu = c.mtu;
-	sc.max_ah = c.max_ah;
 	sc.resolve = true; /* the tools exchange no MAC: ARP/ND */
-	sc.neigh_ttl_ms = c.neigh_ttl_ms;
-	sc.neigh_retry_ms = c.neigh_retry_ms;
-	sc.neigh_retries = c.neigh_retries;
-	sc.neigh_fail_hold_ms = c.neigh_fail_hold_ms;
 	sc.qsbr = rt.qsbr();
 	sc.av_nodes = replica_nodes(rt.topology(), {me});
 	if (int rc = dev.open(sc); rc != 0) {

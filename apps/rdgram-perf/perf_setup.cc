@@ -23,14 +23,11 @@ namespace rdgram::perf {
 
 int open_soft_endpoint(runtime &rt, const perf_config &c, soft_endpoint &e, uint16_t port_id)
 {
-	soft::soft_config sc;
+	soft::soft_config sc(c); /* [port]: mtu, pkey, max_ah, neighbour resolution */
 	sc.port_id = port_id;
 	sc.set_mac = true;
 	sc.mac = e.self->mac;
 	sc.addresses = {e.self->address};
-	sc.pkey = c.pkey;
-	sc.mtu = c.mtu;
-	sc.max_ah = c.max_ah;
 	/* The peer's MAC as a static neighbour when it is known (the config,
 	 * or a soft peer's --oob record); a verbs peer does not know its MAC
 	 * (its --oob record says 00:00:00:00:00:00): resolved by ARP/ND. */
@@ -47,11 +44,6 @@ int open_soft_endpoint(runtime &rt, const perf_config &c, soft_endpoint &e, uint
 	} else if (peer_mac_known) {
 		sc.neighbours = {{e.other->address, e.other->mac}};
 	}
-	sc.resolve = c.resolve;
-	sc.neigh_ttl_ms = c.neigh_ttl_ms;
-	sc.neigh_retry_ms = c.neigh_retry_ms;
-	sc.neigh_retries = c.neigh_retries;
-	sc.neigh_fail_hold_ms = c.neigh_fail_hold_ms;
 	sc.qsbr = rt.qsbr();
 	/* The AV replica goes on the poll thread's NUMA node. */
 	sc.av_nodes = replica_nodes(rt.topology(), {e.where});
