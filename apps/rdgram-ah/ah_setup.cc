@@ -136,9 +136,9 @@ int bring_up(host &h, const std::vector<wire::gid> &static_dests, const std::vec
 		fprintf(stderr, "rdgram-ah: local port: %s\n", h.local.error().c_str());
 		return 1;
 	}
-	h.local.init_queue(0, h.ql, nodes[0]);
+	h.local.create_queue({.index = 0, .socket = nodes[0]}, h.ql);
 	h.ql.add_qp(local_qpn, qkey);
-	h.peer.init_queue(0, h.qp, nodes[0]);
+	h.peer.create_queue({.index = 0, .socket = nodes[0]}, h.qp);
 	h.qp.add_qp(peer_qpn, qkey);
 	/* The peer answers ARP/ND from its control poller; the local device's
 	 * housekeeping runs in the AH service's poller. */

@@ -90,7 +90,7 @@ int set_up(runtime &rt, const fwd_config &c, fwd_app &a)
 			return 1;
 		}
 		pr.svc_up = true;
-		pr.dev.init_queue(0, pr.st.q, asc.socket);
+		pr.dev.create_queue({.index = 0, .socket = asc.socket}, pr.st.q);
 		for (const auto &q : pc.qps) {
 			const unsigned i = pr.st.nqp;
 			if (int rc = pr.st.q.add_qp(q.qpn, q.qkey); rc != 0) {

@@ -70,7 +70,6 @@ struct node {
 	static_assert(verbs::verbs_queue::max_burst >= burst);
 	verbs::verbs_device vdev;
 	verbs::verbs_queue vq;
-	rte_mempool *vmp = nullptr;
 	bool vqueue = false;
 	std::vector<std::unique_ptr<verbs::rdmacm_group>> joins; /* one per group */
 #endif
@@ -429,7 +428,7 @@ int open_node(run &r, node &n, uint16_t port, const rte_ether_addr &mac, const s
 	}
 	if (r.rt->ctl().add_poller(&soft::soft_device::control_poller, &n.dev) == 0)
 		n.polled_by = r.rt;
-	n.dev.init_queue(0, n.q, socket);
+	n.dev.create_queue({.index = 0, .socket = socket}, n.q);
 	if (int rc = n.q.add_qp(r.c->qpn, r.c->qkey); rc != 0) {
 		fprintf(stderr, "rdgram-mcast: %s: QP: %s\n", n.name.c_str(), strerror(rc));
 		return rc;
@@ -488,7 +487,7 @@ int local_for(const run &r, const node &n, const wire::gid &group, sockaddr_stor
 	return EINVAL;
 }
 
-/* Opens a verbs node: the device, a mempool registered with it, one UD
+/* Opens a verbs node: the device (with its own mempool) and one UD
  * queue with rdma_cm's UDP Q_Key (what its groups use). */
 int open_verbs_node(run &r, node &n)
 {
@@ -505,21 +504,11 @@ int open_verbs_node(run &r, node &n)
 		return rc;
 	}
 	const int numa = n.vdev.port().numa_node >= 0 ? n.vdev.port().numa_node : SOCKET_ID_ANY;
-	n.vmp = rte_pktmbuf_pool_create(("mc_v_" + n.name).c_str(), 8191, 256, 0,
-					uint16_t(RTE_PKTMBUF_HEADROOM + wire::grh_len + n.vdev.port().active_mtu), numa);
-	if (n.vmp == nullptr) {
-		fprintf(stderr, "rdgram-mcast: %s: mempool: %s\n", n.name.c_str(), rte_strerror(rte_errno));
-		return ENOMEM;
-	}
-	verbs::verbs_queue_config qc;
-	qc.pool = n.vmp;
-	qc.qkey = RDMA_UDP_QKEY;
-	qc.max_inline = r.c->size;
-	r.rt->ctl().call([&] {
-		rc = n.vdev.register_mempool(n.vmp);
-		if (rc == 0)
-			rc = n.vdev.create_queue(qc, n.vq, numa);
-	});
+	queue_params qp;
+	qp.socket = numa;
+	qp.qkey = RDMA_UDP_QKEY;
+	qp.max_inline = r.c->size;
+	r.rt->ctl().call([&] { rc = n.vdev.create_queue(qp, n.vq); });
 	if (rc != 0) {
 		fprintf(stderr, "rdgram-mcast: %s: %s\n", n.name.c_str(), n.vdev.error().c_str());
 		return rc;
@@ -568,8 +557,6 @@ void close_verbs_node(run &r, node &n)
 		n.vqueue = false;
 		n.vdev.close();
 	});
-	rte_mempool_free(n.vmp);
-	n.vmp = nullptr;
 }
 #endif
 

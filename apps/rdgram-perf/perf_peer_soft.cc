@@ -54,7 +54,7 @@ int run_soft_peer(runtime &rt, const perf_config &c, uint64_t deadline)
 	 * peer's and reclaims AH slots. */
 	const bool polled = rt.ctl().add_poller(&soft::soft_device::control_poller, &dev) == 0;
 	soft::soft_queue q;
-	dev.init_queue(0, q, sc.av_nodes[0]);
+	dev.create_queue({.index = 0, .socket = sc.av_nodes[0]}, q);
 	q.add_qp(self.qpn, self.qkey);
 	int status = 0;
 	ah_handle ah = ah_null;

@@ -48,7 +48,7 @@ namespace {
 #ifdef RDGRAM_PERF_VERBS
 using verbs_endpoint = endpoint<verbs::verbs_device, verbs::verbs_queue>;
 
-/* A verbs device, a mempool registered with it and one UD queue.
+/* A verbs device (its mempool is the device's own) and one UD queue.
  * 0, or an errno value with *err. */
 int open_device(runtime &rt, const perf_config &c, verbs_endpoint &e, std::string *err)
 {
@@ -63,24 +63,16 @@ int open_device(runtime &rt, const perf_config &c, verbs_endpoint &e, std::strin
 		return rc;
 	}
 	const int node = e.dev.port().numa_node >= 0 ? e.dev.port().numa_node : SOCKET_ID_ANY;
-	e.mp = rte_pktmbuf_pool_create("perf_verbs", 8191, 256, 0, RTE_MBUF_DEFAULT_BUF_SIZE, node);
-	if (e.mp == nullptr) {
-		*err = "mempool: " + std::string(rte_strerror(rte_errno));
-		return ENOMEM;
-	}
-	if (int rc = e.dev.register_mempool(e.mp); rc != 0) {
+	queue_params qp;
+	qp.socket = node;
+	qp.qkey = e.self->qkey;
+	qp.max_inline = c.inline_size;
+	qp.signal_every = c.cq_mod;
+	if (int rc = e.dev.create_queue(qp, e.q); rc != 0) {
 		*err = e.dev.error();
 		return rc;
 	}
-	verbs::verbs_queue_config qc;
-	qc.pool = e.mp;
-	qc.qkey = e.self->qkey;
-	qc.max_inline = c.inline_size;
-	qc.signal_every = c.cq_mod;
-	if (int rc = e.dev.create_queue(qc, e.q, node); rc != 0) {
-		*err = e.dev.error();
-		return rc;
-	}
+	e.mp = e.dev.mempool();
 	e.inline_max = c.inline_size < e.q.max_inline() ? c.inline_size : e.q.max_inline();
 	return 0;
 }
@@ -89,7 +81,6 @@ void close_device(verbs_endpoint &e)
 {
 	e.dev.destroy_queue(e.q); /* nothing when it was not created */
 	e.dev.close();
-	rte_mempool_free(e.mp);
 }
 #endif
 
@@ -112,8 +103,8 @@ int open_device(runtime &rt, const perf_config &c, mlx5_endpoint &e, std::string
 		*err = e.dev.error();
 		return rc;
 	}
-	if (int rc = e.dev.init_queue(e.q); rc != 0) {
-		*err = "init_queue: " + std::string(strerror(rc));
+	if (int rc = e.dev.create_queue({}, e.q); rc != 0) {
+		*err = e.dev.error();
 		return rc;
 	}
 	e.mp = e.dev.mempool();
@@ -123,7 +114,7 @@ int open_device(runtime &rt, const perf_config &c, mlx5_endpoint &e, std::string
 
 void close_device(mlx5_endpoint &e)
 {
-	e.q.detach();
+	e.dev.destroy_queue(e.q); /* nothing when it was not created */
 	e.dev.close();
 }
 #endif

@@ -54,7 +54,7 @@ int open_soft_endpoint(runtime &rt, const perf_config &c, soft_endpoint &e, uint
 	/* The control thread answers ARP/ND for our address and reclaims AH
 	 * slots (the poll thread of queue 0 carries the frames). */
 	e.polled.add(rt, &soft::soft_device::control_poller, &e.dev);
-	e.dev.init_queue(0, e.q, sc.av_nodes[0]);
+	e.dev.create_queue({.index = 0, .socket = sc.av_nodes[0]}, e.q);
 	e.q.add_qp(e.self->qpn, e.self->qkey);
 	e.mp = e.dev.mempool();
 	e.inline_max = c.inline_size;

@@ -67,19 +67,6 @@
 
 namespace rdgram::efa {
 
-/* A queue's set-up (efa_device::create_queue). */
-struct efa_queue_config {
-	bool srd = false;          /* SRD (EFADV_QP_DRIVER_TYPE_SRD) or UD */
-	uint32_t qkey = 0x1efa;    /* the QP's Q_Key (high bit clear: IBA 10.2.5) */
-	uint32_t sq_depth = 512;   /* send WRs in flight (capped by max_sq_wr) */
-	uint32_t rq_depth = 512;   /* receive WRs posted (capped by max_rq_wr) */
-	uint8_t rnr_retry = 7;     /* SRD, when the device has RNR retry: 7 = forever */
-	uint32_t max_inline = 0;   /* 0: the device's inline_buf_size */
-	uint16_t recv_batch = 32;  /* receive buffers posted per ibv_post_recv */
-	rte_mempool *mp = nullptr; /* receive buffers and non-inline payloads */
-	int socket = SOCKET_ID_ANY; /* poll thread's NUMA node: its AV replica */
-};
-
 /*
  * One poll thread's EFA queue pair: the ud_driver policy.
  * (NOT multi-thread safe: owned by one poll thread.)

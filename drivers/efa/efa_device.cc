@@ -8,14 +8,17 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include <rte_errno.h>
 #include <rte_mbuf.h>
 
 #include "ibv_device.h"
 #include "rdgram/log.h"
+#include "rdgram/tsan.h"
 
 namespace rdgram::efa {
 
@@ -113,6 +116,8 @@ int efa_device::init_ahs(const efa_config &cfg, int socket)
 int efa_device::open(const efa_config &cfg)
 {
 	close();
+	if (nqueues_ != 0)
+		return EBUSY; /* close refused: error() says why */
 	/* The device named, or the first that answers efadv_query_device
 	 * (it answers EOPNOTSUPP for other providers), with port 1 ACTIVE
 	 * (drivers/common/ibv). */
@@ -177,6 +182,41 @@ int efa_device::open(const efa_config &cfg)
 		close();
 		return e;
 	}
+	cfg_ = cfg;
+	/* The device's mempool: a receive buffer is the 40-byte GRH area
+	 * + the MTU (SRD posts 40 bytes in, the same size). */
+	const uint32_t room = RTE_PKTMBUF_HEADROOM + wire::grh_len + attr_.active_mtu;
+	if (cfg.pool != nullptr) {
+		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
+			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
+			       " is short of headroom + 40 (GRH) + MTU = " + std::to_string(room);
+			close();
+			return EINVAL;
+		}
+		mp_ = cfg.pool;
+	} else {
+		static std::atomic<unsigned> seq{0};
+		char mpname[RTE_MEMPOOL_NAMESIZE];
+		snprintf(mpname, sizeof(mpname), "rdgram_efa%u", seq.fetch_add(1));
+		if (room > UINT16_MAX) {
+			err_ = "MTU " + std::to_string(attr_.active_mtu) + " needs a data room over 65535: give a pool";
+			close();
+			return EINVAL;
+		}
+		mp_ = rte_pktmbuf_pool_create_by_ops(mpname, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
+						     RDGRAM_MEMPOOL_OPS);
+		if (mp_ == nullptr) {
+			const int e = rte_errno ? rte_errno : ENOMEM;
+			err_ = std::string("mempool: ") + rte_strerror(e);
+			close();
+			return e;
+		}
+		own_mp_ = true;
+	}
+	if (int e = register_mempool(mp_); e != 0) {
+		close();
+		return e;
+	}
 	RDGRAM_LOG(efa, INFO, "%s: max_ah %u, NUMA node %d", name_.c_str(), port().max_ah, socket);
 	return 0;
 }
@@ -184,6 +224,8 @@ int efa_device::open(const efa_config &cfg)
 int efa_device::open_with(const efa_ah_ops &ops, ibv_pd *pd, const port_attr &port, const efa_config &cfg)
 {
 	close();
+	if (nqueues_ != 0)
+		return EBUSY; /* close refused: error() says why */
 	if (ops.create_ah == nullptr || ops.query_ah == nullptr || ops.destroy_ah == nullptr) {
 		err_ = "open_with: every AH operation is needed";
 		return EINVAL;
@@ -193,6 +235,7 @@ int efa_device::open_with(const efa_ah_ops &ops, ibv_pd *pd, const port_attr &po
 	own_pd_ = false;
 	attr_ = port;
 	name_ = "efa-ops";
+	cfg_ = cfg;
 	return init_ahs(cfg, port.numa_node);
 }
 
@@ -200,8 +243,14 @@ void efa_device::close()
 {
 	/* Queues hold QPs and CQs on this context: the caller destroys them
 	 * first (destroy_queue); otherwise the PD and context stay busy. */
-	if (nqueues_ != 0)
+	if (nqueues_ != 0) {
+		/* Their QPs hold the PD and the pool's MRs, and their slots
+		 * hold the pool's mbufs: freeing any of it now would pull it
+		 * from under them. */
 		err_ = "close: " + std::to_string(nqueues_) + " queue(s) still alive (destroy_queue first)";
+		RDGRAM_LOG(efa, ERR, "%s", err_.c_str());
+		return;
+	}
 	/* Every AH still in the device: live ones, then those waiting for a
 	 * grace period (no poll thread runs any more). */
 	for (ibv_ah *&ah : live_ah_)
@@ -219,6 +268,11 @@ void efa_device::close()
 		for (ibv_mr *mr : s.mr)
 			ibv_dereg_mr(mr);
 	mrs_.clear();
+	mr_map_.clear();
+	if (mp_ != nullptr && own_mp_)
+		rte_mempool_free(mp_);
+	mp_ = nullptr;
+	own_mp_ = false;
 	if (pd_ != nullptr && own_pd_)
 		ibv_dealloc_pd(pd_);
 	pd_ = nullptr;
@@ -344,48 +398,63 @@ int efa_device::register_mempool(rte_mempool *mp)
 	if (mp == nullptr)
 		return EINVAL;
 	if (mrs_of(mp) != nullptr)
-		return EEXIST;
+		return 0;
 	efa_mr_set s;
 	s.mp = mp;
-	if (int e = ibv::register_mempool(pd_, mp, &s.mr, &s.map, &err_); e != 0)
+	/* All or nothing (drivers/common/ibv): on failure mr_map_ is as it
+	 * was and no MR is left behind. */
+	if (int e = ibv::register_mempool(pd_, mp, &s.mr, &mr_map_, &err_); e != 0)
 		return e;
 	mrs_.push_back(std::move(s));
 	return 0;
 }
 
-int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
+int efa_device::create_queue(const queue_params &p, efa_queue &q)
 {
-	if (ctx_ == nullptr) {
-		err_ = "no verbs context (device opened with open_with)";
+	auto refuse = [this](const char *field, uint32_t v, const std::string &why) {
+		err_ = std::string("queue_params.") + field + " = " + std::to_string(v) + ": " + why;
+		return EINVAL;
+	};
+	const uint32_t qkey = p.qkey != 0 ? p.qkey : cfg_.qkey;
+	if (qkey & 0x80000000u) /* a controlled Q_Key needs privilege (IBA 10.2.5) */
+		return refuse("qkey", qkey, "the high bit makes it a controlled Q_Key (IBA 10.2.5)");
+	if (p.signal_every > 1)
+		return refuse("signal_every", p.signal_every,
+			      "every EFA send is signalled (libefa 44 refuses unsignalled send WRs)");
+	const uint32_t batch = p.recv_batch != 0 ? p.recv_batch : cfg_.recv_batch;
+	if (batch == 0 || batch > efa_queue::max_recv_batch)
+		return refuse("recv_batch", batch,
+			      "must be 1.." + std::to_string(efa_queue::max_recv_batch) + " (efa_queue::max_recv_batch)");
+	/* After the checks of p alone: they hold on a closed device too. */
+	if (ctx_ == nullptr || mp_ == nullptr) {
+		err_ = ctx_ == nullptr && pd_ != nullptr ? "no verbs context (device opened with open_with)"
+							 : "create_queue: the device is not open";
 		return ENODEV;
 	}
-	if (q.ready())
+	if (q.ready()) {
+		err_ = "create_queue: the queue is live (destroy_queue first)";
 		return EBUSY;
-	const efa_mr_set *mrs = mrs_of(cfg.mp);
-	if (mrs == nullptr) {
-		err_ = "the queue's mempool is not registered (register_mempool)";
-		return EINVAL;
 	}
-	if (cfg.qkey & 0x80000000u) {
-		/* A controlled Q_Key needs privilege (IBA 10.2.5). */
-		err_ = "qkey with the high bit set";
-		return EINVAL;
-	}
+	/* Explicit sizes past the device's caps are refused; the config's
+	 * defaults are capped. */
+	if (p.sq_depth > caps_.max_sq_wr)
+		return refuse("sq_depth", p.sq_depth, "above the device's max_sq_wr " + std::to_string(caps_.max_sq_wr));
+	if (p.rq_depth > caps_.max_rq_wr)
+		return refuse("rq_depth", p.rq_depth, "above the device's max_rq_wr " + std::to_string(caps_.max_rq_wr));
+	if (p.max_inline > caps_.inline_buf_size)
+		return refuse("max_inline", p.max_inline,
+			      "above the device's inline_buf_size " + std::to_string(caps_.inline_buf_size));
+	const bool srd = cfg_.srd;
 	const uint32_t mtu = attr_.active_mtu;
-	const uint32_t room = rte_pktmbuf_data_room_size(cfg.mp);
-	if (room < RTE_PKTMBUF_HEADROOM + wire::grh_len + mtu) {
-		err_ = "mempool data room " + std::to_string(room) + " is short of headroom + 40 + MTU " +
-		       std::to_string(mtu);
-		return EINVAL;
-	}
-	const uint32_t sq = std::min(cfg.sq_depth, caps_.max_sq_wr);
-	const uint32_t rq = std::min(cfg.rq_depth, caps_.max_rq_wr);
+	const uint32_t sq = p.sq_depth != 0 ? p.sq_depth : std::min(cfg_.sq_depth, caps_.max_sq_wr);
+	const uint32_t rq = p.rq_depth != 0 ? p.rq_depth : std::min(cfg_.rq_depth, caps_.max_rq_wr);
 	if (sq == 0 || rq == 0) {
-		err_ = "sq_depth and rq_depth must be at least 1";
+		err_ = "efa_config sq_depth and rq_depth must be at least 1";
 		return EINVAL;
 	}
+	const uint32_t want_inline = p.max_inline != 0 ? p.max_inline : cfg_.max_inline;
 	const uint32_t max_inline =
-		cfg.max_inline != 0 ? std::min<uint32_t>(cfg.max_inline, caps_.inline_buf_size) : caps_.inline_buf_size;
+		want_inline != 0 ? std::min<uint32_t>(want_inline, caps_.inline_buf_size) : caps_.inline_buf_size;
 
 	ibv_cq_ex *scq = nullptr, *rcq = nullptr;
 	ibv_qp *qp = nullptr;
@@ -437,7 +506,7 @@ int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
 	qa.pd = pd_;
 	qa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	qa.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-	if (cfg.srd) {
+	if (srd) {
 		qa.qp_type = IBV_QPT_DRIVER;
 		efadv_qp_init_attr ea{};
 		ea.comp_mask = 0;
@@ -448,7 +517,7 @@ int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
 		qp = ibv_create_qp_ex(ctx_, &qa);
 	}
 	if (qp == nullptr)
-		return fail(cfg.srd ? "efadv_create_qp_ex (SRD)" : "ibv_create_qp_ex (UD)", errno ? errno : ENOMEM);
+		return fail(srd ? "efadv_create_qp_ex (SRD)" : "ibv_create_qp_ex (UD)", errno ? errno : ENOMEM);
 	ibv_qp_ex *qpx = ibv_qp_to_qp_ex(qp);
 	if (qpx == nullptr)
 		return fail("ibv_qp_to_qp_ex", EOPNOTSUPP);
@@ -460,7 +529,7 @@ int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
 	m.qp_state = IBV_QPS_INIT;
 	m.pkey_index = 0;
 	m.port_num = 1;
-	m.qkey = cfg.qkey;
+	m.qkey = qkey;
 	if (int rc = ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY); rc != 0)
 		return fail("ibv_modify_qp (INIT)", rc);
 	m = ibv_qp_attr{};
@@ -471,8 +540,8 @@ int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
 	m.qp_state = IBV_QPS_RTS;
 	m.sq_psn = 0;
 	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (cfg.srd && caps_.rnr_retry) {
-		m.rnr_retry = cfg.rnr_retry;
+	if (srd && caps_.rnr_retry) {
+		m.rnr_retry = cfg_.rnr_retry;
 		mask |= IBV_QP_RNR_RETRY;
 	}
 	if (int rc = ibv_modify_qp(qp, &m, mask); rc != 0)
@@ -483,16 +552,16 @@ int efa_device::create_queue(const efa_queue_config &cfg, efa_queue &q)
 	q.scq_ = scq;
 	q.rcq_ = rcq;
 	q.dv_ = dv;
-	q.ahs_ = ahs_.for_socket(cfg.socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : cfg.socket);
-	q.mrs_ = mrs->map;
-	q.mp_ = cfg.mp;
+	q.ahs_ = ahs_.for_socket(p.socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : p.socket);
+	q.mrs_ = mr_map_;
+	q.mp_ = mp_;
 	q.qpn_ = qp->qp_num;
-	q.qkey_ = cfg.qkey;
+	q.qkey_ = qkey;
 	q.mtu_ = mtu;
 	q.max_inline_ = max_inline;
-	q.rx_len_ = cfg.srd ? mtu : uint32_t(wire::grh_len) + mtu;
-	q.batch_ = std::clamp<unsigned>(cfg.recv_batch, 1, efa_queue::max_recv_batch);
-	q.srd_ = cfg.srd;
+	q.rx_len_ = srd ? mtu : uint32_t(wire::grh_len) + mtu;
+	q.batch_ = batch;
+	q.srd_ = srd;
 	q.gid_ = attr_.gids[0];
 	q.tx_slot_.assign(sq, nullptr);
 	q.tx_free_.resize(sq);

@@ -4,8 +4,9 @@
  * drivers/efa control path: an AWS Elastic Fabric Adapter through
  * libibverbs and libefa (efadv). It opens the device, holds the PD, the
  * efadv capabilities and the port facts, creates and destroys AHs (with
- * efadv_query_ah for each AH's number, ahn), registers mempools, and
- * creates UD or SRD queue pairs (efa_datapath.h).
+ * efadv_query_ah for each AH's number, ahn), owns a mempool and registers
+ * it and any other a queue sends from, and creates UD or SRD queue pairs
+ * (efa_datapath.h).
  *
  * NEVER RUN ON HARDWARE: see efa_datapath.h. The AH path runs here against
  * a device model through efa_ah_ops (tests/unit/test_efa_ah.cc).
@@ -44,6 +45,7 @@
 #include "efa_datapath.h"
 #include "rdgram/ah_table.h"
 #include "rdgram/device.h"
+#include "rdgram/queue_params.h"
 
 namespace rdgram::efa {
 
@@ -53,6 +55,22 @@ struct efa_config {
 					capped by ibv_device_attr.max_ah */
 	rte_rcu_qsbr *qsbr = nullptr; /* poll threads' QSBR; nullptr: none read the AHs */
 	std::vector<int> av_nodes;   /* NUMA nodes of poll threads; empty: the device's */
+	/* The device's mempool (device.h): every queue's receive buffers,
+	 * registered at open. nullptr: open makes one of nb_mbufs on the
+	 * device's NUMA node, data room headroom + 40 (GRH) + the MTU, and
+	 * close frees it; given: the caller keeps it (its data room must be
+	 * at least that). open_with makes none (it creates no queues). */
+	rte_mempool *pool = nullptr;
+	uint32_t nb_mbufs = 8191;
+	/* Every queue's: */
+	bool srd = false;          /* SRD (EFADV_QP_DRIVER_TYPE_SRD) or UD */
+	uint8_t rnr_retry = 7;     /* SRD, when the device has RNR retry: 7 = forever */
+	/* Defaults of every queue (queue_params 0 takes these). */
+	uint32_t qkey = 0x1efa;    /* high bit clear: IBA 10.2.5 */
+	uint32_t sq_depth = 512;   /* send WRs in flight (capped by max_sq_wr) */
+	uint32_t rq_depth = 512;   /* receive WRs posted (capped by max_rq_wr) */
+	uint32_t max_inline = 0;   /* 0: the device's inline_buf_size */
+	uint32_t recv_batch = 32;  /* receive buffers posted per ibv_post_recv */
 };
 
 /* efadv_query_device(3), plus what ibv_query_device says. */
@@ -88,7 +106,9 @@ public:
 	 * created on a device opened this way (ENODEV). */
 	int open_with(const efa_ah_ops &ops, ibv_pd *pd, const port_attr &port, const efa_config &cfg);
 	/* Destroys every AH still live or waiting (no poll thread may use a
-	 * queue any more), the MRs, the PD and the context. */
+	 * queue any more), the MRs, the device's own mempool, the PD and the
+	 * context. Refused while queues are alive (error() says how many;
+	 * destroy_queue them first): nothing is freed then. */
 	void close();
 
 	const char *driver_name() const override { return "efa"; }
@@ -104,18 +124,30 @@ public:
 	 * report in wc.slid), or 0xFFFF if h is not live. (Control thread.) */
 	uint16_t ahn_of(ah_handle h) const;
 
-	/* Registers mp's memory (every chunk) with the PD, once per mempool.
-	 * 0, EEXIST (already), ENOSPC (more chunks than ibv::lkey_map holds),
-	 * or ibv_reg_mr's errno (drivers/common/ibv register_mempool). */
+	/* Registers mp's memory (every chunk) with the PD, once per mempool:
+	 * memory queues created afterwards may send from. 0 (also when it is
+	 * already), ENODEV (opened with open_with), ENOSPC (more chunks than
+	 * ibv::lkey_map holds), or ibv_reg_mr's errno (drivers/common/ibv
+	 * register_mempool). */
 	int register_mempool(rte_mempool *mp);
+	/* The queue contract (device.h, queue_params.h). */
+	using queue_type = efa_queue;
 	/* Creates queue q: CQs (receive CQ with EFADV_WC_EX_WITH_SGID when
 	 * the device has it), the QP (SRD via efadv_create_qp_ex, UD via
 	 * ibv_create_qp_ex: libefa 44's efadv_create_qp_ex takes only
-	 * IBV_QPT_DRIVER), INIT -> RTR -> RTS, and posts receive buffers.
-	 * cfg.mp must be registered. 0 or an errno value; see error(). */
-	int create_queue(const efa_queue_config &cfg, efa_queue &q);
+	 * IBV_QPT_DRIVER), INIT -> RTR -> RTS, and posts receive buffers from
+	 * the device's mempool. Zero fields take efa_config's defaults;
+	 * p.index is a label. 0 or an errno value; EINVAL: a controlled Q_Key
+	 * (high bit), signal_every other than 1 (libefa 44 refuses
+	 * unsignalled sends), recv_batch above efa_queue::max_recv_batch, an
+	 * sq_depth, rq_depth or max_inline past the device's caps; ENODEV: not
+	 * open, or opened with open_with; EBUSY: q is live. See error(). */
+	int create_queue(const queue_params &p, efa_queue &q);
 	/* Destroys q's QP and CQs and frees every buffer it holds. */
 	void destroy_queue(efa_queue &q);
+	rte_mempool *mempool() const { return mp_; }
+	/* Queues created and not yet destroyed. */
+	uint32_t nb_queues() const { return nqueues_; }
 
 	const efa_caps &caps() const { return caps_; }
 	ibv_context *context() const { return ctx_; }
@@ -128,12 +160,11 @@ public:
 private:
 	int init_ahs(const efa_config &cfg, int socket);
 	void destroy_now(ibv_ah *ah);
-	/* One mempool's memory regions: the MRs (deregistered at close) and
-	 * their lkeys, which each queue on the pool copies. */
+	/* One mempool's memory regions (deregistered at close); their lkeys
+	 * are in mr_map_, which each queue copies. */
 	struct efa_mr_set {
 		const rte_mempool *mp = nullptr;
 		std::vector<ibv_mr *> mr;
-		ibv::lkey_map map;
 	};
 	const efa_mr_set *mrs_of(const rte_mempool *mp) const;
 
@@ -153,7 +184,11 @@ private:
 	ah_table<efa_av> ahs_;
 	std::vector<ibv_ah *> live_ah_; /* slot -> live AH (control thread's record) */
 	std::deque<dead_ah> dead_;    /* destroyed here, not yet in the device */
-	std::deque<efa_mr_set> mrs_;  /* stable addresses: queues copy them */
+	std::deque<efa_mr_set> mrs_;
+	ibv::lkey_map mr_map_;        /* every registered pool's lkeys */
+	rte_mempool *mp_ = nullptr;
+	bool own_mp_ = false;
+	efa_config cfg_{};
 	uint32_t nqueues_ = 0;
 	std::string err_;
 };

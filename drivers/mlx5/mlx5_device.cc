@@ -5,7 +5,9 @@
  */
 #include "mlx5_device.h"
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include <rte_errno.h>
@@ -59,6 +61,8 @@ int mlx5_device::find_device(std::string *name)
 int mlx5_device::open(const mlx5_config &cfg)
 {
 	close();
+	if (!qps_.empty())
+		return EBUSY; /* close refused: error() says why */
 	cfg_ = cfg;
 	/* The device named, or the first mlx5dv_is_supported accepts, with
 	 * cfg.port_num ACTIVE (drivers/common/ibv). DevX, for the one
@@ -131,21 +135,30 @@ int mlx5_device::open(const mlx5_config &cfg)
 
 	const int socket = attr_.numa_node;
 	const uint32_t mtu = cfg.mtu != 0 && cfg.mtu < attr_.active_mtu ? cfg.mtu : attr_.active_mtu;
-	char mpname[32];
-	snprintf(mpname, sizeof(mpname), "rdgram_mlx5_%p", static_cast<void *>(this));
-	mp_ = rte_pktmbuf_pool_create_by_ops(mpname, cfg.nb_mbufs, 256, 0,
-					     uint16_t(RTE_PKTMBUF_HEADROOM + grh_len + mtu), socket,
-					     RDGRAM_MEMPOOL_OPS);
-	if (mp_ == nullptr)
-		return fail(rte_errno ? rte_errno : ENOMEM, "mempool");
+	const uint32_t room = RTE_PKTMBUF_HEADROOM + grh_len + mtu;
+	if (cfg.pool != nullptr) {
+		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
+			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
+			       " is short of headroom + 40 (GRH) + MTU = " + std::to_string(room);
+			close();
+			return EINVAL;
+		}
+		mp_ = cfg.pool;
+	} else {
+		static std::atomic<unsigned> seq{0};
+		char mpname[RTE_MEMPOOL_NAMESIZE];
+		snprintf(mpname, sizeof(mpname), "rdgram_mlx5_%u", seq.fetch_add(1));
+		mp_ = rte_pktmbuf_pool_create_by_ops(mpname, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
+						     RDGRAM_MEMPOOL_OPS);
+		if (mp_ == nullptr)
+			return fail(rte_errno ? rte_errno : ENOMEM, "mempool");
+		own_mp_ = true;
+	}
 	/* One MR per memory chunk of the pool (ibv_reg_mr(3)). */
 	if (int e = ibv::register_mempool(pd_, mp_, &mrs_, &mr_tab_, &err_); e != 0) {
 		close();
 		return e;
 	}
-
-	if (int e = setup_qp(); e != 0)
-		return e;
 
 	uint32_t cap = cfg.max_ah;
 	if (attr_.max_ah != 0 && cap > attr_.max_ah)
@@ -163,20 +176,39 @@ int mlx5_device::open(const mlx5_config &cfg)
 	return 0;
 }
 
-int mlx5_device::setup_qp()
+void mlx5_device::destroy_hw_qp(hw_qp &h)
 {
-	const int cqe = int(pow2_at_least(cfg_.sq_wrs > cfg_.rq_wrs ? cfg_.sq_wrs : cfg_.rq_wrs));
-	scq_ = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
-	rcq_ = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
-	if (scq_ == nullptr || rcq_ == nullptr)
+	if (h.qp != nullptr)
+		ibv_destroy_qp(h.qp);
+	if (h.scq != nullptr)
+		ibv_destroy_cq(h.scq);
+	if (h.rcq != nullptr)
+		ibv_destroy_cq(h.rcq);
+	h = hw_qp{};
+}
+
+int mlx5_device::setup_qp(uint32_t sq_wrs, uint32_t rq_wrs, uint32_t max_inline, uint32_t qkey, hw_qp *out,
+			  rings *r, uint32_t *inline_got, uint32_t *sge_got)
+{
+	hw_qp h;
+	/* The device stays open: a failure frees this queue's objects only. */
+	auto fail = [&](int e, const char *what) {
+		destroy_hw_qp(h);
+		err_ = std::string(what) + ": " + strerror(e);
+		return e;
+	};
+	const int cqe = int(pow2_at_least(sq_wrs > rq_wrs ? sq_wrs : rq_wrs));
+	h.scq = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
+	h.rcq = ibv_create_cq(ctx_, cqe, nullptr, nullptr, 0);
+	if (h.scq == nullptr || h.rcq == nullptr)
 		return fail(errno ? errno : ENOMEM, "ibv_create_cq");
 	ibv_qp_init_attr qa{};
-	qa.send_cq = scq_;
-	qa.recv_cq = rcq_;
+	qa.send_cq = h.scq;
+	qa.recv_cq = h.rcq;
 	qa.qp_type = IBV_QPT_UD;
 	qa.sq_sig_all = 0;
-	qa.cap.max_send_wr = cfg_.sq_wrs;
-	qa.cap.max_recv_wr = cfg_.rq_wrs;
+	qa.cap.max_send_wr = sq_wrs;
+	qa.cap.max_recv_wr = rq_wrs;
 	/* rdma-core (mlx5_calc_send_wqe) sizes every WQE of the QP for the
 	 * larger of the full gather list and the inline limit, and refuses
 	 * more SGEs than fit its largest descriptor (EINVAL); the device's
@@ -189,7 +221,7 @@ int mlx5_device::setup_qp()
 		sge = mlx5_queue::max_send_sge_limit;
 	qa.cap.max_send_sge = sge;
 	qa.cap.max_recv_sge = 1;
-	qa.cap.max_inline_data = cfg_.max_inline;
+	qa.cap.max_inline_data = max_inline;
 	ibv_qp_init_attr_ex qx{};
 	qx.send_cq = qa.send_cq;
 	qx.recv_cq = qa.recv_cq;
@@ -197,60 +229,61 @@ int mlx5_device::setup_qp()
 	qx.cap = qa.cap;
 	qx.pd = pdom_;
 	qx.comp_mask = IBV_QP_INIT_ATTR_PD;
-	qp_ = ibv_create_qp_ex(ctx_, &qx);
-	if (qp_ == nullptr)
+	h.qp = ibv_create_qp_ex(ctx_, &qx);
+	if (h.qp == nullptr)
 		return fail(errno ? errno : ENOMEM, "ibv_create_qp_ex (UD)");
-	max_inline_ = qx.cap.max_inline_data;
+	*inline_got = qx.cap.max_inline_data;
 	/* What the QP was created with (rdma-core keeps the request as
 	 * sq.max_gs and refuses a WR with more SGEs). */
-	max_send_sge_ = qx.cap.max_send_sge != 0 ? qx.cap.max_send_sge : sge;
-	if (max_send_sge_ > mlx5_queue::max_send_sge_limit)
-		max_send_sge_ = mlx5_queue::max_send_sge_limit;
+	*sge_got = qx.cap.max_send_sge != 0 ? qx.cap.max_send_sge : sge;
+	if (*sge_got > mlx5_queue::max_send_sge_limit)
+		*sge_got = mlx5_queue::max_send_sge_limit;
 
 	ibv_qp_attr a{};
 	a.qp_state = IBV_QPS_INIT;
 	a.pkey_index = 0;
 	a.port_num = cfg_.port_num;
-	a.qkey = cfg_.qkey;
-	if (int e = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY); e)
+	a.qkey = qkey;
+	if (int e = ibv_modify_qp(h.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY); e)
 		return fail(e, "ibv_modify_qp INIT");
 	a = ibv_qp_attr{};
 	a.qp_state = IBV_QPS_RTR;
-	if (int e = ibv_modify_qp(qp_, &a, IBV_QP_STATE); e)
+	if (int e = ibv_modify_qp(h.qp, &a, IBV_QP_STATE); e)
 		return fail(e, "ibv_modify_qp RTR");
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = 0;
-	if (int e = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN); e)
+	if (int e = ibv_modify_qp(h.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN); e)
 		return fail(e, "ibv_modify_qp RTS");
 
 	mlx5dv_qp dq{};
 	mlx5dv_cq ds{}, dr{};
 	mlx5dv_obj obj{};
-	obj.qp.in = qp_;
+	obj.qp.in = h.qp;
 	obj.qp.out = &dq;
-	obj.cq.in = scq_;
+	obj.cq.in = h.scq;
 	obj.cq.out = &ds;
 	if (int e = mlx5dv_init_obj(&obj, MLX5DV_OBJ_QP | MLX5DV_OBJ_CQ); e)
 		return fail(e, "mlx5dv_init_obj(QP, send CQ)");
 	obj = mlx5dv_obj{};
-	obj.cq.in = rcq_;
+	obj.cq.in = h.rcq;
 	obj.cq.out = &dr;
 	if (int e = mlx5dv_init_obj(&obj, MLX5DV_OBJ_CQ); e)
 		return fail(e, "mlx5dv_init_obj(recv CQ)");
 	if (ds.cqe_size != 64 || dr.cqe_size != 64)
 		return fail(ENOTSUP, "CQE size is not 64 (MLX5_CQE_SIZE)");
 
-	rings_ = rings{};
-	rings_.sq_buf = static_cast<uint8_t *>(dq.sq.buf);
-	rings_.sq_wqe_cnt = dq.sq.wqe_cnt;
-	rings_.sq_stride = dq.sq.stride;
-	rings_.rq_buf = static_cast<uint8_t *>(dq.rq.buf);
-	rings_.rq_wqe_cnt = dq.rq.wqe_cnt;
-	rings_.rq_stride = dq.rq.stride;
-	rings_.dbrec = reinterpret_cast<volatile uint32_t *>(dq.dbrec);
-	rings_.bf_reg = static_cast<uint8_t *>(dq.bf.reg);
-	rings_.bf_size = dq.bf.size;
-	rings_.qpn = qp_->qp_num;
+	rings &rg = *r;
+	rg = rings{};
+	rg.sq_buf = static_cast<uint8_t *>(dq.sq.buf);
+	rg.sq_wqe_cnt = dq.sq.wqe_cnt;
+	rg.sq_stride = dq.sq.stride;
+	rg.rq_buf = static_cast<uint8_t *>(dq.rq.buf);
+	rg.rq_wqe_cnt = dq.rq.wqe_cnt;
+	rg.rq_stride = dq.rq.stride;
+	rg.dbrec = reinterpret_cast<volatile uint32_t *>(dq.dbrec);
+	rg.bf_reg = static_cast<uint8_t *>(dq.bf.reg);
+	rg.bf_size = dq.bf.size;
+	rg.qpn = h.qp->qp_num;
 	auto cqr = [](const mlx5dv_cq &c) {
 		cq_ring r;
 		r.buf = static_cast<uint8_t *>(c.buf);
@@ -261,26 +294,27 @@ int mlx5_device::setup_qp()
 		r.cqn = c.cqn;
 		return r;
 	};
-	rings_.scq = cqr(ds);
-	rings_.rcq = cqr(dr);
+	rg.scq = cqr(ds);
+	rg.rcq = cqr(dr);
+	*out = h;
 	return 0;
 }
 
 void mlx5_device::close()
 {
+	if (!qps_.empty()) {
+		/* Their QPs hold the PD and the pool's MRs, and their rings
+		 * hold the pool's mbufs: freeing any of it now would pull it
+		 * from under them. */
+		err_ = "close: " + std::to_string(qps_.size()) + " queue(s) still alive (destroy_queue first)";
+		RDGRAM_LOG(mlx5, ERR, "%s", err_.c_str());
+		return;
+	}
 	for (size_t i = 0; i < ah_of_slot_.size(); i++)
 		if (ah_of_slot_[i] != nullptr)
 			ibv_destroy_ah(ah_of_slot_[i]);
 	ah_of_slot_.clear();
 	ahs_.fini();
-	if (qp_ != nullptr)
-		ibv_destroy_qp(qp_);
-	if (scq_ != nullptr)
-		ibv_destroy_cq(scq_);
-	if (rcq_ != nullptr)
-		ibv_destroy_cq(rcq_);
-	qp_ = nullptr;
-	scq_ = rcq_ = nullptr;
 	for (ibv_mr *mr : mrs_)
 		ibv_dereg_mr(mr);
 	mrs_.clear();
@@ -294,35 +328,100 @@ void mlx5_device::close()
 	pdom_ = nullptr;
 	td_ = nullptr;
 	pd_ = nullptr;
-	if (mp_ != nullptr)
+	if (mp_ != nullptr && own_mp_)
 		rte_mempool_free(mp_);
 	mp_ = nullptr;
+	own_mp_ = false;
 	if (ctx_ != nullptr)
 		ibv_close_device(ctx_);
 	ctx_ = nullptr;
 }
 
-int mlx5_device::init_queue(mlx5_queue &q, int socket)
+int mlx5_device::create_queue(const queue_params &p, mlx5_queue &q)
 {
-	if (qp_ == nullptr)
+	auto refuse = [this](const char *field, uint32_t v, const std::string &why) {
+		err_ = std::string("queue_params.") + field + " = " + std::to_string(v) + ": " + why;
 		return EINVAL;
+	};
+	const uint32_t sq = p.sq_depth != 0 ? p.sq_depth : cfg_.sq_wrs;
+	const uint32_t rq = p.rq_depth != 0 ? p.rq_depth : cfg_.rq_wrs;
+	const uint32_t max_inline = p.max_inline != 0 ? p.max_inline : cfg_.max_inline;
+	const uint32_t signal_every = p.signal_every != 0 ? p.signal_every : cfg_.signal_every;
+	const uint32_t batch = p.recv_batch != 0 ? p.recv_batch : cfg_.recv_batch;
+	const uint32_t qkey = p.qkey != 0 ? p.qkey : cfg_.qkey;
+	if (sq == 0 || rq == 0)
+		return refuse(sq == 0 ? "sq_depth" : "rq_depth", 0, "0 here and in mlx5_config");
+	if (signal_every == 0 || signal_every >= sq)
+		return refuse("signal_every", signal_every,
+			      "must be 1..sq_depth - 1 (" + std::to_string(sq - 1) +
+				      "): a full SQ must hold a signalled WQE");
+	if (batch == 0 || batch > rq)
+		return refuse("recv_batch", batch, "must be 1..rq_depth (" + std::to_string(rq) + ")");
+	if (max_inline > max_inline_limit)
+		return refuse("max_inline", max_inline,
+			      "a UD WQE's DS (6 bits of 16-byte units) carries at most " +
+				      std::to_string(max_inline_limit) + " inline bytes");
+	/* After the checks of p alone: they hold on a closed device too. */
+	if (ctx_ == nullptr || mp_ == nullptr) {
+		err_ = "create_queue: the device is not open";
+		return ENODEV;
+	}
+	for (const hw_qp &h : qps_)
+		if (h.q == &q) {
+			err_ = "create_queue: the queue is bound to QP " + std::to_string(h.qp->qp_num) +
+			       " already (destroy_queue first)";
+			return EBUSY;
+		}
+	hw_qp h;
+	rings r{};
+	uint32_t inline_got = 0, sge_got = 1;
+	if (int e = setup_qp(sq, rq, max_inline, qkey, &h, &r, &inline_got, &sge_got); e != 0)
+		return e;
 	queue_config c;
-	c.qkey = cfg_.qkey;
+	c.qkey = qkey;
 	c.roce = attr_.link == link_layer::ethernet;
 	c.mtu = cfg_.mtu != 0 && cfg_.mtu < attr_.active_mtu ? cfg_.mtu : attr_.active_mtu;
-	c.max_inline = max_inline_;
-	c.max_send_sge = max_send_sge_;
-	c.signal_every = cfg_.signal_every;
+	c.max_inline = inline_got;
+	c.max_send_sge = sge_got;
+	c.signal_every = signal_every;
 	c.signal_last = cfg_.signal_last;
 	c.use_bf = cfg_.use_bf;
+	c.rq_refill_batch = batch;
 	/* Queried at open (mlx5_caps.h); the data path uses it only for AHs
 	 * without a GRH. */
 	c.compact_av = compact_av_ && cfg_.compact_av;
-	c.socket = socket;
-	int rc = q.attach(rings_, c, mp_, mr_tab_, &ahs_);
-	if (rc == 0)
-		q.post_recvs();
-	return rc;
+	c.socket = p.socket;
+	if (int e = q.attach(r, c, mp_, mr_tab_, &ahs_); e != 0) {
+		destroy_hw_qp(h);
+		err_ = std::string("queue attach: ") + strerror(e) +
+		       (e == EINVAL ? " (rings as the data path cannot use them, or signal_every " +
+					      std::to_string(signal_every) + " times the largest WQE's blocks not below the SQ's " +
+					      std::to_string(r.sq_wqe_cnt) + " blocks)"
+				    : std::string());
+		return e;
+	}
+	q.post_recvs();
+	h.q = &q;
+	qps_.push_back(h);
+	return 0;
+}
+
+void mlx5_device::destroy_queue(mlx5_queue &q)
+{
+	for (size_t i = 0; i < qps_.size(); i++) {
+		if (qps_[i].q != &q)
+			continue;
+		hw_qp h = qps_[i];
+		qps_.erase(qps_.begin() + long(i));
+		/* The QP first: afterwards the device reads no send buffer
+		 * and writes no receive buffer; then the rings' mbufs go back
+		 * and the CQs can go. */
+		ibv_destroy_qp(h.qp);
+		h.qp = nullptr;
+		q.detach();
+		destroy_hw_qp(h);
+		return;
+	}
 }
 
 int mlx5_device::provider_av(const ibv_ah_attr &attr, mlx5_av *out)

@@ -235,6 +235,18 @@ public:
 
 	/* Built packets the port has not taken yet. */
 	unsigned tx_pending() const { return nstash_; }
+	/* Teardown (soft_device::destroy_queue): frees them and forgets the
+	 * port (mempool() is nullptr until the next attach). Returns how
+	 * many frames it freed. */
+	unsigned detach()
+	{
+		const unsigned n = nstash_;
+		rte_pktmbuf_free_bulk(stash_, n);
+		nstash_ = 0;
+		mp_ = nullptr;
+		return n;
+	}
+	uint16_t queue_id() const { return queue_; }
 
 	/* A hint, no effect on what is sent: starts loading the AV of an AH
 	 * the caller will send to soon (its next burst's destinations, while

@@ -84,15 +84,27 @@ int soft_device::open(const soft_config &cfg)
 	const int socket = rte_eth_dev_socket_id(cfg.port_id) < 0 ? 0 : rte_eth_dev_socket_id(cfg.port_id);
 
 	char name[RTE_MEMPOOL_NAMESIZE];
-	snprintf(name, sizeof(name), "rdgram_soft%u", cfg.port_id);
 	/* Room for the largest frame: headers + MTU payload + pad + ICRC. */
 	uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::hdr_len_v6 + wire::immdt_len) + cfg.mtu + 8;
 	room = std::max(room, RTE_PKTMBUF_HEADROOM + std::min<uint32_t>(cfg.min_data_room, UINT16_MAX - RTE_PKTMBUF_HEADROOM));
-	mp_ = rte_pktmbuf_pool_create_by_ops(name, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
-					     RDGRAM_MEMPOOL_OPS);
-	if (mp_ == nullptr) {
-		err_ = std::string("mempool: ") + rte_strerror(rte_errno);
-		return rte_errno ? rte_errno : ENOMEM;
+	if (cfg.pool != nullptr) {
+		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
+			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
+			       " is short of the " + std::to_string(room) +
+			       " the MTU (headroom + headers + MTU + ICRC) or min_data_room needs";
+			return EINVAL;
+		}
+		mp_ = cfg.pool;
+		own_mp_ = false;
+	} else {
+		snprintf(name, sizeof(name), "rdgram_soft%u", cfg.port_id);
+		mp_ = rte_pktmbuf_pool_create_by_ops(name, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
+						     RDGRAM_MEMPOOL_OPS);
+		if (mp_ == nullptr) {
+			err_ = std::string("mempool: ") + rte_strerror(rte_errno);
+			return rte_errno ? rte_errno : ENOMEM;
+		}
+		own_mp_ = true;
 	}
 	/* Neighbour frames: in from any poll thread (multi-producer), out from
 	 * the control thread to queue 0's poll thread (one each side). */
@@ -115,6 +127,9 @@ int soft_device::open(const soft_config &cfg)
 	}
 	uint16_t nrx = cfg.rx_desc, ntx = cfg.tx_desc;
 	rte_eth_dev_adjust_nb_rx_tx_desc(cfg.port_id, &nrx, &ntx);
+	nrx_ = nrx;
+	ntx_ = ntx;
+	queue_live_.assign(cfg.nb_queues, false);
 	for (uint16_t q = 0; q < cfg.nb_queues; q++) {
 		rc = rte_eth_rx_queue_setup(cfg.port_id, q, nrx, unsigned(socket), nullptr, mp_);
 		if (rc == 0)
@@ -220,10 +235,12 @@ void soft_device::close()
 	ahs_.fini();
 	/* The mempool outlives the port's queues: free it only after stop. The
 	 * port itself (a vdev) belongs to whoever probed it. */
-	if (mp_ != nullptr) {
+	if (mp_ != nullptr && own_mp_)
 		rte_mempool_free(mp_);
-		mp_ = nullptr;
-	}
+	mp_ = nullptr;
+	own_mp_ = false;
+	queue_live_.clear();
+	nrx_ = ntx_ = 0;
 }
 
 int soft_device::check_attr(const ibv_ah_attr &a, wire::gid &dg) const
@@ -431,10 +448,36 @@ bool soft_device::poll(uint64_t now)
 	return work;
 }
 
-int soft_device::init_queue(uint16_t q, soft_queue &out, int socket) const
+int soft_device::create_queue(const queue_params &p, soft_queue &q)
 {
-	if (q >= cfg_.nb_queues)
+	if (!started_) {
+		err_ = "create_queue: the device is not open";
+		return ENODEV;
+	}
+	auto refuse = [this](const char *field, uint32_t v, const std::string &why) {
+		err_ = std::string("queue_params.") + field + " = " + std::to_string(v) + ": " + why;
 		return EINVAL;
+	};
+	if (p.index >= cfg_.nb_queues)
+		return refuse("index", p.index, "the port has nb_queues " + std::to_string(cfg_.nb_queues));
+	if (p.qkey != 0)
+		return refuse("qkey", p.qkey, "soft Q_Keys are per QP (soft_queue::add_qp), not per queue");
+	if (p.sq_depth != 0 && p.sq_depth != ntx_)
+		return refuse("sq_depth", p.sq_depth,
+			      "the port's TX ring has " + std::to_string(ntx_) + " descriptors (tx_desc, fixed at open)");
+	if (p.rq_depth != 0 && p.rq_depth != nrx_)
+		return refuse("rq_depth", p.rq_depth,
+			      "the port's RX ring has " + std::to_string(nrx_) + " descriptors (rx_desc, fixed at open)");
+	if (p.max_inline != 0)
+		return refuse("max_inline", p.max_inline, "soft builds every frame in an mbuf: no inline sends");
+	if (p.signal_every != 0)
+		return refuse("signal_every", p.signal_every, "soft has no send completions to signal");
+	if (p.recv_batch != 0)
+		return refuse("recv_batch", p.recv_batch, "the PMD fills its RX ring itself: nothing is posted");
+	if (queue_live_[p.index]) {
+		err_ = "create_queue: port queue " + std::to_string(p.index) + " has a live queue (destroy_queue first)";
+		return EBUSY;
+	}
 	soft_port_view v;
 	v.pkey = cfg_.pkey;
 	v.mtu = cfg_.mtu;
@@ -448,10 +491,21 @@ int soft_device::init_queue(uint16_t q, soft_queue &out, int socket) const
 	}
 	/* Every queue hands ARP/ND in; queue 0 alone sends the control
 	 * thread's frames. */
-	out.attach(cfg_.port_id, q, mp_, &ahs_, v, ctl_rx_, q == 0 ? ctl_tx_ : nullptr,
-		   socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : socket);
-	out.report_ahn(cfg_.report_ahn ? &ahn_by_gid_ : nullptr);
+	q.attach(cfg_.port_id, p.index, mp_, &ahs_, v, ctl_rx_, p.index == 0 ? ctl_tx_ : nullptr,
+		 p.socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : p.socket);
+	q.report_ahn(cfg_.report_ahn ? &ahn_by_gid_ : nullptr);
+	queue_live_[p.index] = true;
 	return 0;
+}
+
+void soft_device::destroy_queue(soft_queue &q)
+{
+	if (q.mempool() == nullptr)
+		return; /* never attached, or destroyed already */
+	/* Its queue pair is free again (if the device was not reopened). */
+	if (q.port_id() == cfg_.port_id && q.queue_id() < queue_live_.size())
+		queue_live_[q.queue_id()] = false;
+	q.detach();
 }
 
 } // namespace rdgram::soft

@@ -28,6 +28,7 @@
 
 #include "rdgram/dest_cache.h"
 #include "rdgram/device.h"
+#include "rdgram/queue_params.h"
 #include "soft_datapath.h"
 #include "soft_neigh.h"
 #include "soft_params.h"
@@ -48,6 +49,11 @@ struct soft_config : soft_port_params {
 	std::vector<neighbour> neighbours; /* static GID -> MAC, never expire */
 	uint16_t nb_queues = 1;
 	uint16_t rx_desc = 1024, tx_desc = 1024;
+	/* The device's mempool (device.h): the port's receive buffers and
+	 * the neighbour frames. nullptr: open makes one of nb_mbufs on the
+	 * port's NUMA node and close frees it; given: the caller keeps it
+	 * (its data room must hold what the MTU and min_data_room need). */
+	rte_mempool *pool = nullptr;
 	uint32_t nb_mbufs = 8191;
 	/* Data room of every mbuf at least this (0: what the MTU needs): a
 	 * PMD may want larger RX buffers than the path MTU does (DPDK 22.11's
@@ -70,9 +76,9 @@ public:
 	soft_device() = default;
 	~soft_device() override;
 
-	/* Configures and starts the port, creates the mempool, the AH table
-	 * and the neighbour rings. (Main or control thread.) 0 or an errno
-	 * value; see error(). */
+	/* Configures and starts the port, creates the mempool (unless
+	 * cfg.pool), the AH table and the neighbour rings. (Main or control
+	 * thread.) 0 or an errno value; see error(). */
 	int open(const soft_config &cfg);
 	/* Stops the port and frees everything, frames still in the neighbour
 	 * rings included. No poll thread may use a queue and the device must
@@ -140,10 +146,28 @@ public:
 	};
 	const mcast_stats &mcast_counters() const { return mst_; }
 
-	/* Sets up data-path queue q for one poll thread. */
-	/* Sets up data-path queue q for a poll thread on NUMA node socket
-	 * (it reads that node's AV replica; SOCKET_ID_ANY: the first). */
-	int init_queue(uint16_t q, soft_queue &out, int socket = SOCKET_ID_ANY) const;
+	/* The queue contract (device.h, queue_params.h). */
+	using queue_type = soft_queue;
+	/* Sets up q on the port's RX/TX queue pair p.index for a poll thread
+	 * on NUMA node p.socket (its AV replica). 0; EINVAL: p.index is not
+	 * below nb_queues, or a field soft cannot honour: qkey (Q_Keys are per
+	 * QP, soft_queue::add_qp), sq_depth/rq_depth other than the port's
+	 * descriptor counts (fixed at open), max_inline, signal_every,
+	 * recv_batch (soft builds every frame in an mbuf, has no send
+	 * completions, and the PMD fills its receive ring itself); EBUSY:
+	 * that queue pair has a live queue (destroy_queue it first); ENODEV:
+	 * not open. See error(). */
+	int create_queue(const queue_params &p, soft_queue &q);
+	/* Frees the frames q still holds for the port (tx_flush first to
+	 * send them) and makes its queue pair free for create_queue. No poll
+	 * thread may use q any more. */
+	void destroy_queue(soft_queue &q);
+	/* Nothing to register: the PMD sends from any mempool. 0, or EINVAL
+	 * for nullptr. */
+	int register_mempool(rte_mempool *mp) const { return mp != nullptr ? 0 : EINVAL; }
+	/* The port's descriptor counts, as the PMD adjusted them at open. */
+	uint16_t rx_desc() const { return nrx_; }
+	uint16_t tx_desc() const { return ntx_; }
 	/* Fault switch for tests: the next count create_ah calls fail with
 	 * errno e (count 0 or e 0: off). (Control thread, like create_ah; a
 	 * control-path branch, so it stays in every build: fault.h.) */
@@ -185,6 +209,9 @@ private:
 	port_attr attr_{};
 	rte_ether_addr mac_{};
 	rte_mempool *mp_ = nullptr;
+	bool own_mp_ = false;
+	uint16_t nrx_ = 0, ntx_ = 0;
+	std::vector<bool> queue_live_; /* by port queue pair: a live soft_queue */
 	ah_table<soft_av> ahs_;
 	neigh_table neigh_;
 	/* report_ahn: sender GID -> one live AH to it, read by poll threads;

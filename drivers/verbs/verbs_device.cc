@@ -3,12 +3,17 @@
  */
 #include "verbs_device.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
+#include <rte_errno.h>
+#include <rte_mbuf.h>
+
 #include "ibv_device.h"
 #include "rdgram/log.h"
+#include "rdgram/tsan.h"
 
 namespace rdgram::verbs {
 
@@ -40,6 +45,8 @@ int verbs_device::query_port(int numa)
 int verbs_device::open(const verbs_config &cfg)
 {
 	close();
+	if (nqueues_ != 0)
+		return EBUSY; /* close refused: error() says why */
 	cfg_ = cfg;
 	if (cfg.max_ah == 0) {
 		err_ = "max_ah must be at least 1";
@@ -74,6 +81,35 @@ int verbs_device::open(const verbs_config &cfg)
 		return e;
 	}
 	live_.assign(attr_.max_ah, nullptr);
+	/* The device's mempool: a receive buffer is the 40-byte GRH area
+	 * + the MTU. */
+	const uint32_t room = RTE_PKTMBUF_HEADROOM + wire::grh_len + attr_.active_mtu;
+	if (cfg.pool != nullptr) {
+		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
+			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
+			       " is short of headroom + 40 (GRH) + MTU = " + std::to_string(room);
+			close();
+			return EINVAL;
+		}
+		mp_ = cfg.pool;
+	} else {
+		static std::atomic<unsigned> seq{0};
+		char name[RTE_MEMPOOL_NAMESIZE];
+		snprintf(name, sizeof(name), "rdgram_verbs%u", seq.fetch_add(1));
+		mp_ = rte_pktmbuf_pool_create_by_ops(name, cfg.nb_mbufs, 256, 0, uint16_t(room),
+						     attr_.numa_node, RDGRAM_MEMPOOL_OPS);
+		if (mp_ == nullptr) {
+			const int e = rte_errno ? rte_errno : ENOMEM;
+			err_ = std::string("mempool: ") + rte_strerror(e);
+			close();
+			return e;
+		}
+		own_mp_ = true;
+	}
+	if (int e = register_mempool(mp_); e != 0) {
+		close();
+		return e;
+	}
 	RDGRAM_LOG(verbs, INFO, "%s port %u: %s, MTU %u, max_ah %u, NUMA node %d", name_.c_str(), port_,
 		   attr_.link == link_layer::ethernet ? "RoCE" : "InfiniBand", attr_.active_mtu, attr_.max_ah,
 		   attr_.numa_node);
@@ -82,6 +118,14 @@ int verbs_device::open(const verbs_config &cfg)
 
 void verbs_device::close()
 {
+	if (nqueues_ != 0) {
+		/* Their QPs hold the PD and the pool's MRs, and their rings
+		 * hold the pool's mbufs: freeing any of it now would pull it
+		 * from under them. */
+		err_ = "close: " + std::to_string(nqueues_) + " queue(s) still alive (destroy_queue first)";
+		RDGRAM_LOG(verbs, ERR, "%s", err_.c_str());
+		return;
+	}
 	/* Every AH still live or waiting: no queue exists any more, so no
 	 * poll thread can post with them. */
 	for (ibv_ah *ah : live_)
@@ -97,6 +141,10 @@ void verbs_device::close()
 			ibv_dereg_mr(mr);
 	pools_.clear();
 	mrs_ = lkey_map{};
+	if (mp_ != nullptr && own_mp_)
+		rte_mempool_free(mp_);
+	mp_ = nullptr;
+	own_mp_ = false;
 	if (pd_ != nullptr) {
 		ibv_dealloc_pd(pd_);
 		pd_ = nullptr;
@@ -181,21 +229,42 @@ int verbs_device::register_mempool(rte_mempool *mp)
 	return 0;
 }
 
-int verbs_device::create_queue(const verbs_queue_config &cfg, verbs_queue &q, int socket)
+int verbs_device::create_queue(const queue_params &qp, verbs_queue &q)
 {
-	if (ctx_ == nullptr || cfg.pool == nullptr || cfg.sq_depth == 0 || cfg.rq_depth == 0 ||
-	    cfg.signal_every == 0 || cfg.signal_every > cfg.sq_depth || cfg.recv_batch == 0 ||
-	    cfg.recv_batch > verbs_queue::max_burst || cfg.recv_batch > cfg.rq_depth) {
-		err_ = "queue: pool missing or sizes out of range";
+	struct {
+		uint32_t qkey, sq_psn, sq_depth, rq_depth, max_inline, signal_every, recv_batch;
+	} cfg = {
+		qp.qkey != 0 ? qp.qkey : cfg_.qkey,
+		cfg_.sq_psn,
+		qp.sq_depth != 0 ? qp.sq_depth : cfg_.sq_depth,
+		qp.rq_depth != 0 ? qp.rq_depth : cfg_.rq_depth,
+		qp.max_inline != 0 ? qp.max_inline : cfg_.max_inline,
+		qp.signal_every != 0 ? qp.signal_every : cfg_.signal_every,
+		qp.recv_batch != 0 ? qp.recv_batch : cfg_.recv_batch,
+	};
+	auto refuse = [this](const char *field, uint32_t v, const std::string &why) {
+		err_ = std::string("queue_params.") + field + " = " + std::to_string(v) + ": " + why;
 		return EINVAL;
+	};
+	if (cfg.sq_depth == 0 || cfg.rq_depth == 0)
+		return refuse(cfg.sq_depth == 0 ? "sq_depth" : "rq_depth", 0, "verbs_config's default is 0 too");
+	if (cfg.signal_every == 0 || cfg.signal_every > cfg.sq_depth)
+		return refuse("signal_every", cfg.signal_every,
+			      "must be 1..sq_depth (" + std::to_string(cfg.sq_depth) +
+				      "): a full SQ must hold a signalled send");
+	if (cfg.recv_batch == 0 || cfg.recv_batch > verbs_queue::max_burst || cfg.recv_batch > cfg.rq_depth)
+		return refuse("recv_batch", cfg.recv_batch,
+			      "must be 1..min(rq_depth " + std::to_string(cfg.rq_depth) + ", verbs_queue::max_burst " +
+				      std::to_string(verbs_queue::max_burst) + ")");
+	/* After the checks of p alone: they hold on a closed device too. */
+	if (ctx_ == nullptr || mp_ == nullptr) {
+		err_ = "create_queue: the device is not open";
+		return ENODEV;
 	}
-	/* The receive buffer: 40-byte GRH area + the MTU. */
-	if (rte_pktmbuf_data_room_size(cfg.pool) < RTE_PKTMBUF_HEADROOM + wire::grh_len + attr_.active_mtu) {
-		err_ = "queue: pool buffers smaller than headroom + 40 (GRH) + MTU";
-		return EINVAL;
+	if (q.qp() != nullptr) {
+		err_ = "create_queue: the queue has a QP (destroy_queue first)";
+		return EBUSY;
 	}
-	if (int e = register_mempool(cfg.pool); e != 0)
-		return e;
 
 	verbs_queue_parts p;
 	auto fail = [&](const char *what, int e) {
@@ -262,9 +331,9 @@ int verbs_device::create_queue(const verbs_queue_config &cfg, verbs_queue &q, in
 	p.qpn = p.qp->qp_num;
 	p.qkey = cfg.qkey;
 	p.ops = &ibv_ops;
-	p.ahs = ahs_.for_socket(socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : socket);
+	p.ahs = ahs_.for_socket(qp.socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : qp.socket);
 	p.mrs = mrs_;
-	p.rx_pool = cfg.pool;
+	p.rx_pool = mp_;
 	p.ethernet = attr_.link == link_layer::ethernet;
 	p.recv_batch = cfg.recv_batch;
 	p.tx.mtu = attr_.active_mtu;
@@ -272,8 +341,11 @@ int verbs_device::create_queue(const verbs_queue_config &cfg, verbs_queue &q, in
 	if (int e = q.attach(p); e != 0)
 		return fail("queue attach", e);
 	q.post_recvs();
-	if (q.rx_posted() == 0)
+	if (q.rx_posted() == 0) {
+		q.detach();
 		return fail("posting receive buffers", ENOMEM);
+	}
+	nqueues_++;
 	return 0;
 }
 
@@ -300,6 +372,7 @@ void verbs_device::destroy_queue(verbs_queue &q)
 	ibv_destroy_cq(p.send_cq);
 	ibv_destroy_cq(p.recv_cq);
 	q.detach();
+	nqueues_--;
 }
 
 } // namespace rdgram::verbs

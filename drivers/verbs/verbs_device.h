@@ -7,7 +7,8 @@
  * layer needs (link layer, GRH requirement, the typed GID table, max_ah,
  * active MTU, P_Key 0, LID, NUMA node); creates and destroys AHs with
  * ibv_create_ah / ibv_destroy_ah in an ah_table of ibv_ah pointers;
- * registers mempools (one MR per memory chunk); and builds UD queues: two
+ * owns a mempool and registers it and any other a queue sends from (one
+ * MR per memory chunk); and builds UD queues: two
  * CQs and a UD QP through INIT, RTR and RTS. The data path is in
  * verbs_datapath.h.
  *
@@ -33,6 +34,7 @@
 #include <rte_rcu_qsbr.h>
 
 #include "rdgram/device.h"
+#include "rdgram/queue_params.h"
 #include "verbs_datapath.h"
 #include "verbs_logic.h"
 
@@ -45,11 +47,15 @@ struct verbs_config {
 	rte_rcu_qsbr *qsbr = nullptr; /* poll threads' QSBR (runtime::qsbr) */
 	std::vector<int> av_nodes;   /* NUMA nodes of the poll threads; empty: the device's */
 	hwloc_topology_t topology = nullptr; /* for the device's local CPUs; nullptr: skip */
-};
-
-struct verbs_queue_config {
-	rte_mempool *pool = nullptr; /* receive buffers, copies of large inline sends */
-	uint32_t qkey = 0x11111111;
+	/* The device's mempool (device.h): every queue's receive buffers and
+	 * copies of large inline sends, registered at open. nullptr: open
+	 * makes one of nb_mbufs on the device's NUMA node, data room headroom
+	 * + 40 (GRH) + the active MTU, and close frees it; given: the caller
+	 * keeps it (its data room must be at least that). */
+	rte_mempool *pool = nullptr;
+	uint32_t nb_mbufs = 8191;
+	/* Defaults of every queue (queue_params 0 takes these). */
+	uint32_t qkey = 0x11111111;  /* perftest's and ibv_ud_pingpong's */
 	uint32_t sq_psn = 0;
 	uint32_t sq_depth = 512;     /* send WRs in flight */
 	uint32_t rq_depth = 1024;    /* receive WRs posted */
@@ -70,12 +76,14 @@ public:
 	verbs_device(const verbs_device &) = delete;
 	verbs_device &operator=(const verbs_device &) = delete;
 
-	/* Opens the device, allocates the PD, reads the port facts and
-	 * allocates the AH table. 0 or an errno value (ENODEV: no such device
-	 * or no active port); see error(). */
+	/* Opens the device, allocates the PD, reads the port facts, makes
+	 * or takes the mempool and registers it, and allocates the AH table.
+	 * 0 or an errno value (ENODEV: no such device or no active port;
+	 * EINVAL: a given pool's buffers are too small); see error(). */
 	int open(const verbs_config &cfg);
-	/* Destroys every AH and deregisters every MR; the queues must be
-	 * destroyed first. */
+	/* Destroys every AH, deregisters every MR and frees the device's own
+	 * mempool. Refused while queues are alive (error() says how many;
+	 * destroy_queue them first): nothing is freed then. */
 	void close();
 
 	const char *driver_name() const override { return "verbs"; }
@@ -96,15 +104,25 @@ public:
 	uint32_t live_ahs() const override { return ahs_.live(); }
 
 	/* Registers every memory chunk of mp (IBV_ACCESS_LOCAL_WRITE), once
-	 * per pool. Queues created afterwards know its lkeys. 0 or errno. */
+	 * per pool (0 when it is already). Queues created afterwards may send
+	 * from it. 0 or errno. */
 	int register_mempool(rte_mempool *mp);
+	/* The queue contract (device.h, queue_params.h). */
+	using queue_type = verbs_queue;
 	/* Creates a UD QP with its two CQs, moves it to RTS, and attaches q
-	 * (reading the AV replica of NUMA node socket) with receives posted.
-	 * 0 or errno; see error(). */
-	int create_queue(const verbs_queue_config &cfg, verbs_queue &q, int socket = SOCKET_ID_ANY);
+	 * (reading the AV replica of NUMA node p.socket) with receives from
+	 * the device's mempool posted. Zero fields take verbs_config's
+	 * defaults; p.index is a label. 0 or errno; EINVAL: signal_every above
+	 * sq_depth, recv_batch above rq_depth or verbs_queue::max_burst;
+	 * ENODEV: not open; EBUSY: q has a QP; then what the provider says.
+	 * See error(). */
+	int create_queue(const queue_params &p, verbs_queue &q);
 	/* Moves the QP to the error state, frees what its completions return,
 	 * destroys QP and CQs. No poll thread may use q any more. */
 	void destroy_queue(verbs_queue &q);
+	rte_mempool *mempool() const { return mp_; }
+	/* Queues created and not yet destroyed. */
+	uint32_t nb_queues() const { return nqueues_; }
 
 	/* Every GID's type, index = sgid_index (port().gids keeps only the
 	 * RoCEv2 entries on Ethernet, the IB ones on InfiniBand). */
@@ -147,6 +165,9 @@ private:
 	std::deque<retired> retired_;
 	std::vector<pool_mrs> pools_;
 	lkey_map mrs_;
+	rte_mempool *mp_ = nullptr;
+	bool own_mp_ = false;
+	uint32_t nqueues_ = 0;
 	uint64_t destroy_errors_ = 0;
 	std::string err_;
 };

@@ -271,7 +271,7 @@ int main(int argc, char **argv)
 		s->o = &o;
 		s->sent.assign(o.peers.size(), 0);
 		s->echoed.assign(o.peers.size(), 0);
-		dev.init_queue(0, s->q, asc.socket);
+		dev.create_queue({.index = 0, .socket = asc.socket}, s->q);
 		s->q.add_qp(o.local_qpn, o.qkey);
 		if (launch_on_lcore(poll_main, s.get(), worker) != 0) {
 			fprintf(stderr, "ah_stream: cannot launch the poll lcore\n");

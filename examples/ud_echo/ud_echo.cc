@@ -201,7 +201,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		soft::soft_queue q;
-		dev.init_queue(0, q, asc.socket);
+		dev.create_queue({.index = 0, .socket = asc.socket}, q);
 		q.add_qp(o.qpn, o.qkey);
 		ah_client cl;
 		ah_client_config cc;

@@ -112,7 +112,7 @@ struct soft_pair {
 				ADD_FAILURE() << dev[i].error();
 				return;
 			}
-			dev[i].init_queue(0, q[i]);
+			dev[i].create_queue({.index = 0}, q[i]);
 			q[i].add_qp(qpn[i], qkey);
 		}
 		ok = true;

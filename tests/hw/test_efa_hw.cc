@@ -47,22 +47,26 @@ struct hw_fixture : ::testing::Test {
 	efa_device dev;
 	rte_mempool *mp = nullptr;
 
-	void SetUp() override
+	/* Opens the device with its own pool of 4095 mbufs; srd: every
+	 * queue SRD. */
+	void open(bool srd)
 	{
 		efa_config cfg;
 		cfg.device_name = wanted_device();
+		cfg.nb_mbufs = 4095;
+		cfg.srd = srd;
 		ASSERT_EQ(dev.open(cfg), 0) << dev.error();
-		const uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::grh_len) + dev.port().active_mtu;
-		ASSERT_LE(room, 65535u);
-		mp = rte_pktmbuf_pool_create("efa_hw_mp", 4095, 256, 0, uint16_t(room), dev.port().numa_node);
+		mp = dev.mempool();
 		ASSERT_NE(mp, nullptr);
-		ASSERT_EQ(dev.register_mempool(mp), 0) << dev.error();
+		ASSERT_EQ(dev.register_mempool(mp), 0) << "registered at open already: 0";
 	}
+	void SetUp() override { open(false); }
 	void TearDown() override
 	{
+		if (mp != nullptr) {
+			EXPECT_EQ(rte_mempool_in_use_count(mp), 0u) << "mbufs not returned";
+		}
 		dev.close();
-		if (mp != nullptr)
-			rte_mempool_free(mp);
 	}
 	ibv_ah_attr self_attr() const
 	{
@@ -76,6 +80,10 @@ struct hw_fixture : ::testing::Test {
 	/* Sends n datagrams from q to itself and checks what comes back. */
 	void loopback(bool srd)
 	{
+		if (srd) {
+			dev.close();
+			open(true);
+		}
 		int err;
 		ah_handle ah = dev.create_ah(self_attr(), &err);
 		ASSERT_EQ(err, 0) << dev.error();
@@ -83,10 +91,12 @@ struct hw_fixture : ::testing::Test {
 		ASSERT_NE(ahn, ahn_unknown);
 
 		efa_queue q;
-		efa_queue_config qc;
-		qc.srd = srd;
-		qc.mp = mp;
-		ASSERT_EQ(dev.create_queue(qc, q), 0) << dev.error();
+		queue_params bad;
+		bad.signal_every = 2;
+		EXPECT_EQ(dev.create_queue(bad, q), EINVAL);
+		EXPECT_NE(dev.error().find("signal_every"), std::string::npos) << dev.error();
+		ASSERT_EQ(dev.create_queue({}, q), 0) << dev.error();
+		EXPECT_EQ(q.srd(), srd);
 
 		constexpr unsigned n = 16;
 		send_wr wrs[n];

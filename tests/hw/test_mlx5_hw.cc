@@ -76,7 +76,18 @@ TEST(Mlx5Hw, LoopbackThroughOwnQp)
 	       dev.compact_av_note().empty() ? "" : " -- ", dev.compact_av_note().c_str());
 	{
 		mlx5_queue q;
-		ASSERT_EQ(dev.init_queue(q), 0);
+		queue_params bad;
+		bad.max_inline = mlx5_device::max_inline_limit + 1;
+		g_rt->ctl().call([&] { rc = dev.create_queue(bad, q); });
+		EXPECT_EQ(rc, EINVAL);
+		EXPECT_NE(dev.error().find("max_inline"), std::string::npos) << dev.error();
+		/* Created, destroyed (every RQ buffer back), created again. */
+		g_rt->ctl().call([&] { rc = dev.create_queue({}, q); });
+		ASSERT_EQ(rc, 0) << dev.error();
+		g_rt->ctl().call([&] { dev.destroy_queue(q); });
+		EXPECT_EQ(rte_mempool_in_use_count(dev.mempool()), 0u);
+		g_rt->ctl().call([&] { rc = dev.create_queue({}, q); });
+		ASSERT_EQ(rc, 0) << dev.error();
 		ibv_ah_attr a;
 		ASSERT_TRUE(self_attr(dev, &a)) << "no usable GID";
 		int err = 0;
@@ -90,7 +101,7 @@ TEST(Mlx5Hw, LoopbackThroughOwnQp)
 		send_wr w[3]{};
 		for (auto &x : w) {
 			x.ah = h;
-			x.remote_qpn = dev.qpn();
+			x.remote_qpn = q.qpn();
 			x.remote_qkey = c.qkey;
 		}
 		w[0].flags = send_inline | send_imm;
@@ -130,7 +141,7 @@ TEST(Mlx5Hw, LoopbackThroughOwnQp)
 					  << q.counters().tx_cqe_err;
 		for (auto &wc : got) {
 			EXPECT_EQ(wc.byte_len, grh_len + 48);
-			EXPECT_EQ(wc.src_qp, dev.qpn());
+			EXPECT_EQ(wc.src_qp, q.qpn());
 			EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod_offset(wc.mbuf, uint8_t *, grh_len), pay.data(), 48));
 			rte_pktmbuf_free(wc.mbuf);
 		}
@@ -138,7 +149,7 @@ TEST(Mlx5Hw, LoopbackThroughOwnQp)
 		EXPECT_EQ(got[0].imm_data, htobe32(0x5150));
 		g_rt->ctl().call([&] { err = dev.destroy_ah(h); });
 		EXPECT_EQ(err, 0);
-		q.detach();
+		g_rt->ctl().call([&] { dev.destroy_queue(q); });
 	}
 	EXPECT_EQ(rte_mempool_in_use_count(dev.mempool()), 0u);
 	g_rt->ctl().call([&] { dev.close(); });

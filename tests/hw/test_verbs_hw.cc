@@ -70,31 +70,32 @@ struct hw_fixture {
 	 * the group's). */
 	explicit hw_fixture(uint32_t sub_qkey = 0x11111111)
 	{
+		/* The fixture's pool, given to the device (which leaves it to
+		 * us): room for the GRH area and the largest IB MTU. */
+		mp = rte_pktmbuf_pool_create("vhw", 4095, 256, 0, uint16_t(RTE_PKTMBUF_HEADROOM + wire::grh_len + 4096),
+					     SOCKET_ID_ANY);
+		if (mp == nullptr) {
+			ADD_FAILURE() << "mempool";
+			return;
+		}
 		verbs_config c;
 		c.device = wanted_device();
 		c.qsbr = g_rt->qsbr();
 		c.topology = g_rt->topology();
 		c.max_ah = 1024;
+		c.pool = mp;
 		int rc = -1;
 		g_rt->ctl().call([&] { rc = dev.open(c); });
 		if (rc != 0) {
 			ADD_FAILURE() << "open: " << dev.error();
 			return;
 		}
-		mp = rte_pktmbuf_pool_create("vhw", 4095, 256, 0,
-					     uint16_t(RTE_PKTMBUF_HEADROOM + wire::grh_len + dev.port().active_mtu),
-					     dev.port().numa_node);
-		if (mp == nullptr) {
-			ADD_FAILURE() << "mempool";
-			return;
-		}
 		for (int i = 0; i < 2; i++) {
-			verbs_queue_config qc;
-			qc.pool = mp;
-			qc.qkey = i == 1 ? sub_qkey : 0x11111111;
-			qc.sq_depth = 256;
-			qc.rq_depth = 512;
-			g_rt->ctl().call([&] { rc = dev.create_queue(qc, q[i]); });
+			queue_params qp;
+			qp.qkey = i == 1 ? sub_qkey : 0x11111111;
+			qp.sq_depth = 256;
+			qp.rq_depth = 512;
+			g_rt->ctl().call([&] { rc = dev.create_queue(qp, q[i]); });
 			if (rc != 0) {
 				ADD_FAILURE() << "create_queue: " << dev.error();
 				return;

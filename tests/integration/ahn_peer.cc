@@ -174,7 +174,7 @@ struct endpoint {
 			fprintf(stderr, "ahn_peer: open: %s\n", dev.error().c_str());
 			return 2;
 		}
-		dev.init_queue(0, q);
+		dev.create_queue({.index = 0}, q);
 		if (receiver) {
 			q.add_qp(recv_qpn, qkey);
 		} else {

@@ -196,7 +196,7 @@ int run(const options &o, runtime &rt)
 		return 2;
 	}
 	soft_queue q;
-	dev.init_queue(0, q);
+	dev.create_queue({.index = 0}, q);
 	q.add_qp(0x42, 0x11111111);
 	printf("rdgram on %s, MAC %s\n", o.iface.c_str(), mac_str(dev.mac().addr_bytes).c_str());
 	rt.ctl().add_poller(&soft_device::control_poller, &dev);

@@ -344,9 +344,9 @@ int run(const options &o, runtime &rt)
 		fprintf(stderr, "soft_peer: open (P_Key device): %s\n", p.pdev.error().c_str());
 		return 2;
 	}
-	p.dev.init_queue(0, p.q);
+	p.dev.create_queue({.index = 0}, p.q);
 	p.q.add_qp(our_qpn, our_qkey);
-	p.pdev.init_queue(0, p.pq);
+	p.pdev.create_queue({.index = 0}, p.pq);
 	p.pq.add_qp(our_qpn, our_qkey);
 	rt.ctl().add_poller(&soft_device::control_poller, &p.dev);
 	rt.ctl().add_poller(&soft_device::control_poller, &p.pdev);

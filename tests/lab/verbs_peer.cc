@@ -137,26 +137,55 @@ int run(const options &o, runtime &rt)
 	vc.max_ah = 256;
 	vc.qsbr = rt.qsbr();
 	vc.topology = rt.topology();
+	/* The caller's pool (the device takes it and leaves it to us): room
+	 * for the GRH area and the largest IB MTU, whatever rxe0's is. */
+	rte_mempool *mp = rte_pktmbuf_pool_create("vpeer", 4095, 256, 0,
+						  uint16_t(RTE_PKTMBUF_HEADROOM + wire::grh_len + 4096), SOCKET_ID_ANY);
+	if (mp == nullptr) {
+		fprintf(stderr, "verbs_peer: mempool\n");
+		return 2;
+	}
+	vc.pool = mp;
 	int rc = -1;
 	rt.ctl().call([&] { rc = dev.open(vc); });
 	if (rc != 0) {
 		fprintf(stderr, "verbs_peer: open: %s\n", dev.error().c_str());
 		return 2;
 	}
-	rte_mempool *mp = rte_pktmbuf_pool_create("vpeer", 4095, 256, 0,
-						  uint16_t(RTE_PKTMBUF_HEADROOM + wire::grh_len + dev.port().active_mtu),
-						  SOCKET_ID_ANY);
-	if (mp == nullptr) {
-		fprintf(stderr, "verbs_peer: mempool\n");
-		return 2;
-	}
 	verbs_queue q;
-	verbs_queue_config qc;
-	qc.pool = mp;
-	qc.qkey = o.qkey;
-	qc.sq_depth = 256;
-	qc.rq_depth = 512;
-	rt.ctl().call([&] { rc = dev.create_queue(qc, q); });
+	queue_params qp;
+	qp.qkey = o.qkey;
+	qp.sq_depth = 256;
+	qp.rq_depth = 512;
+	/* The queue contract on a real provider: a field verbs cannot honour
+	 * is refused with a message, and a queue destroyed gives every
+	 * buffer back and can be created again. */
+	{
+		queue_params bad = qp;
+		bad.recv_batch = qp.rq_depth + 1;
+		std::string why;
+		rt.ctl().call([&] {
+			rc = dev.create_queue(bad, q);
+			why = dev.error();
+		});
+		if (rc != EINVAL || why.find("recv_batch") == std::string::npos) {
+			fprintf(stderr, "verbs_peer: create_queue(recv_batch %u) gave %d (%s), not EINVAL naming it\n",
+				bad.recv_batch, rc, why.c_str());
+			return 2;
+		}
+		rt.ctl().call([&] {
+			rc = dev.create_queue(qp, q);
+			if (rc == 0)
+				dev.destroy_queue(q);
+		});
+		if (rc != 0 || rte_mempool_in_use_count(mp) != 0) {
+			fprintf(stderr, "verbs_peer: create/destroy_queue: %s, %u mbufs out\n",
+				rc != 0 ? dev.error().c_str() : "ok", rte_mempool_in_use_count(mp));
+			return 2;
+		}
+		printf("queue contract: EINVAL for recv_batch (%s); create, destroy, all mbufs back\n", why.c_str());
+	}
+	rt.ctl().call([&] { rc = dev.create_queue(qp, q); });
 	if (rc != 0) {
 		fprintf(stderr, "verbs_peer: create_queue: %s\n", dev.error().c_str());
 		return 2;

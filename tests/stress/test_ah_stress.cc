@@ -739,7 +739,7 @@ TEST(AhStress, TwoPollThreadsAgainstControlChurn)
 	sender_ctx s[2];
 	for (unsigned i = 0; i < 2; i++) {
 		s[i].qi = i;
-		ASSERT_EQ(p.dev.init_queue(uint16_t(i), s[i].q), 0);
+		ASSERT_EQ(p.dev.create_queue({.index = uint16_t(i)}, s[i].q), 0);
 		ASSERT_EQ(s[i].q.add_qp(local_qpn[i], qkey), 0);
 		s[i].dc = &dc;
 		s[i].churn = &c;
@@ -892,7 +892,7 @@ TEST(AhStress, CheckerRejectsAnotherDestinationsAv)
 	ASSERT_EQ(e1, 0);
 	ASSERT_EQ(e2, 0);
 	soft::soft_queue q;
-	ASSERT_EQ(p.dev.init_queue(0, q), 0);
+	ASSERT_EQ(p.dev.create_queue({.index = 0}, q), 0);
 	ASSERT_EQ(q.add_qp(local_qpn[0], qkey), 0);
 
 	rx_checker rx(&expected, 0);

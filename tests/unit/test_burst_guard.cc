@@ -222,7 +222,7 @@ TEST(BurstGuard, MemifServerSurvivesItsPeerLeaving)
 	c.qsbr = g_rt->qsbr();
 	ASSERT_EQ(dev.open(c), 0) << dev.error();
 	soft::soft_queue q;
-	ASSERT_EQ(dev.init_queue(0, q), 0);
+	ASSERT_EQ(dev.create_queue({.index = 0}, q), 0);
 	ASSERT_GE(burst_guard::slot_for(uint16_t(srv), 0), 0);
 
 	rte_mempool *cmp = rte_pktmbuf_pool_create("bg_cli", 1023, 0, 0, RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);

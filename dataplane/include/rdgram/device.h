@@ -13,6 +13,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "rdgram/queue_params.h"
 #include "rdgram/ud.h"
 #include "rdgram/wire.h"
 
@@ -32,6 +33,28 @@ struct port_attr {
 	std::vector<wire::gid> gids; /* index = sgid_index */
 };
 
+/*
+ * The queue contract, not virtual because every driver's queue type
+ * differs (the poll loop is a template over it): each device also has
+ *
+ *     using queue_type = X_queue;
+ *     int create_queue(const queue_params &p, queue_type &q);
+ *         0 or an errno value, error() explaining it; EINVAL for a field
+ *         of p the driver cannot honour (queue_params.h). Every queue
+ *         receives into the device's mempool.
+ *     void destroy_queue(queue_type &q);
+ *         no poll thread may use q any more; every mbuf q holds goes back.
+ *     int register_mempool(rte_mempool *mp);
+ *         memory a queue may also SEND from (queues created afterwards
+ *         know it); 0 when already registered; soft: 0, nothing to do.
+ *     rte_mempool *mempool() const;
+ *         the device's pool: *_config::pool when given (the caller keeps
+ *         it), otherwise nb_mbufs made at open on the port's NUMA node and
+ *         freed at close.
+ *
+ * (Control path: main or control thread, before and after the queue's
+ * poll thread runs.)
+ */
 class device {
 public:
 	virtual ~device() = default;
