@@ -136,9 +136,15 @@ int bring_up(host &h, const std::vector<wire::gid> &static_dests, const std::vec
 		fprintf(stderr, "rdgram-ah: local port: %s\n", h.local.error().c_str());
 		return 1;
 	}
-	h.local.create_queue({.index = 0, .socket = nodes[0]}, h.ql);
+	if (h.local.create_queue({.index = 0, .socket = nodes[0]}, h.ql) != 0) {
+		fprintf(stderr, "rdgram-ah: local port: %s\n", h.local.error().c_str());
+		return 1;
+	}
 	h.ql.add_qp(local_qpn, qkey);
-	h.peer.create_queue({.index = 0, .socket = nodes[0]}, h.qp);
+	if (h.peer.create_queue({.index = 0, .socket = nodes[0]}, h.qp) != 0) {
+		fprintf(stderr, "rdgram-ah: peer port: %s\n", h.peer.error().c_str());
+		return 1;
+	}
 	h.qp.add_qp(peer_qpn, qkey);
 	/* The peer answers ARP/ND from its control poller; the local device's
 	 * housekeeping runs in the AH service's poller. */

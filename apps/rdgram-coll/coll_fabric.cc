@@ -110,7 +110,10 @@ int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank &lr
 	/* What the port's queues took from the pool at start (its RX ring
 	 * or fill queue): not the application's to give back. */
 	lr.pmd_held = rte_mempool_in_use_count(lr.dev.mempool());
-	lr.dev.create_queue({.index = 0, .socket = node}, lr.q);
+	if (lr.dev.create_queue({.index = 0, .socket = node}, lr.q) != 0) {
+		fprintf(stderr, "rdgram-coll: rank %u: %s\n", lr.rank, lr.dev.error().c_str());
+		return 1;
+	}
 	lr.q.add_qp(qpn_base + lr.rank, c.qkey);
 	ah_service_config svc;
 	svc.capacity = std::max<uint32_t>(64, 2 * nranks);

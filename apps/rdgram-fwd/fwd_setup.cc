@@ -90,7 +90,10 @@ int set_up(runtime &rt, const fwd_config &c, fwd_app &a)
 			return 1;
 		}
 		pr.svc_up = true;
-		pr.dev.create_queue({.index = 0, .socket = asc.socket}, pr.st.q);
+		if (pr.dev.create_queue({.index = 0, .socket = asc.socket}, pr.st.q) != 0) {
+			fprintf(stderr, "rdgram-fwd: port %s: %s\n", pc.name.c_str(), pr.dev.error().c_str());
+			return 1;
+		}
 		for (const auto &q : pc.qps) {
 			const unsigned i = pr.st.nqp;
 			if (int rc = pr.st.q.add_qp(q.qpn, q.qkey); rc != 0) {
