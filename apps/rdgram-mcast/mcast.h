@@ -16,6 +16,10 @@
 
 #include "rdgram/wire.h"
 
+namespace rdgram {
+struct split_args; /* rdgram/runtime.h */
+}
+
 namespace rdgram::mcast {
 
 /* The message header at the start of every payload (host byte order: the
@@ -64,6 +68,26 @@ struct mcast_config {
 
 /* Reads [mcast] of a TOML file into c; throws config_error with file:line:col. */
 void load_mcast_config(const std::string &path, mcast_config &c);
+
+/* The app's arguments (sa.app; -c's config file under them) into c, the
+ * default groups filled in and the combination checked. -1 when the app
+ * goes on; otherwise the exit status: 0 after --help, 2 after a one-line
+ * error on stderr. */
+int parse_command_line(const split_args &sa, mcast_config &c);
+
+/* Why c cannot run (one line for the user), or nullptr. qkey_given: --qkey
+ * was on the command line. */
+const char *config_refusal(const mcast_config &c, bool qkey_given);
+
+/* The index in addrs of the first address of g's family (IPv4 or IPv6),
+ * or -1. */
+inline int sgid_index_for(const std::vector<wire::gid> &addrs, const wire::gid &g)
+{
+	for (size_t i = 0; i < addrs.size(); i++)
+		if (addrs[i].is_v4_mapped() == g.is_v4_mapped())
+			return int(i);
+	return -1;
+}
 
 /*
  * Sequence tracking of one stream (publisher, group): gaps (sequence numbers

@@ -55,4 +55,43 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 	r.finish();
 }
 
+const char *config_refusal(const mcast_config &c, bool qkey_given)
+{
+	const bool has_pub = c.mode != "sub", has_sub = c.mode != "pub";
+	const bool verbs = c.driver == "verbs";
+	if (c.groups.size() > 8)
+		return "at most 8 groups";
+	if (has_pub && c.count == 0 && c.duration == 0)
+		return "the publisher needs --count or --duration";
+#ifndef RDGRAM_MCAST_VERBS
+	if (verbs)
+		return "this rdgram-mcast was built without the verbs driver's multicast (libibverbs-dev, librdmacm-dev)";
+#endif
+	if (verbs && (!c.port.empty() || !c.addresses.empty()))
+		return "--port/--address are for the soft driver; verbs takes --device and --local";
+	if (verbs && qkey_given)
+		return "with the verbs driver the Q_Key is the group's (rdma_cm gives it): --qkey does not apply";
+	if (!verbs && (!c.device.empty() || !c.local.empty()))
+		return "--device/--local are for --driver verbs";
+	if (verbs)
+		return nullptr; /* the rest are the soft driver's rules */
+	if (c.mode != "both" && c.port.empty())
+		return "--mode pub/sub need --port (an ethdev's devargs)";
+	if (c.mode != "both" && c.addresses.empty())
+		return "--mode pub/sub need --address";
+	if (c.mode == "both" && (!c.port.empty() || !c.addresses.empty()))
+		return "--port/--address are for --mode pub/sub; --mode both makes its own net_ring ports";
+	if (!has_pub && (!c.skip_seq.empty() || !c.dup_seq.empty()))
+		return "--skip-seq/--dup-seq are publisher faults (--mode pub or both)";
+	if (!has_sub && (!c.hist_csv.empty() || !c.hist_plot.empty()))
+		return "--hist-csv/--hist-plot need a subscriber (--mode sub or both)";
+	if (!c.hist_plot.empty() && !(c.hist_plot.ends_with(".svg") || c.hist_plot.ends_with(".png")))
+		return "--hist-plot wants a file ending in .svg or .png";
+	if (c.mode != "both")
+		for (const auto &g : c.groups)
+			if (sgid_index_for(c.addresses, g) < 0)
+				return "every group needs an --address of its family (IPv4 or IPv6)";
+	return nullptr;
+}
+
 } // namespace rdgram::mcast

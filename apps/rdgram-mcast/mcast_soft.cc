@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "mcast_soft.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <rte_ethdev.h>
+
+#include "port.h"
+#include "rdgram/config.h"
+
+namespace rdgram::mcast {
+
+namespace {
+
+rte_ether_addr mac_n(uint8_t n)
+{
+	rte_ether_addr m{{0x02, 0x00, 0x00, 0x00, 0x0c, n}};
+	return m;
+}
+
+/* --mode both: everyone on one subnet; the publisher is .1 / ::1. */
+std::vector<wire::gid> addrs_of(unsigned i)
+{
+	wire::gid v4, v6;
+	parse_ip("10.12.0." + std::to_string(i + 1), &v4);
+	parse_ip("fd00:12::" + std::to_string(i + 1), &v6);
+	return {v4, v6};
+}
+
+} // namespace
+
+int soft_fabric::open(const mcast_config &c, runtime &rt, int socket)
+{
+	c_ = &c;
+	rt_ = &rt;
+	auto add = [&](const std::string &name) {
+		nodes_.push_back(std::make_unique<node>());
+		nodes_.back()->name = name;
+		return nodes_.back().get();
+	};
+	int rc = 0;
+	if (c.mode == "both") {
+		sw_ = std::make_unique<flood_switch>();
+		const int pp = sw_->add_publisher_port();
+		if (pp < 0)
+			return ENOMEM;
+		node *n = add("pub");
+		rc = open_node(*n, uint16_t(pp), mac_n(1), addrs_of(0), socket);
+		if (rc == 0)
+			rc = make_publisher(*n, addrs_of(0));
+		for (unsigned k = 0; rc == 0 && k < c.subscribers; k++) {
+			const int sp = sw_->add_subscriber_port();
+			if (sp < 0)
+				return ENOMEM;
+			n = add("sub" + std::to_string(k));
+			rc = open_node(*n, uint16_t(sp), mac_n(uint8_t(k + 2)), addrs_of(k + 1), socket);
+			if (rc == 0) {
+				sw_->set_copy_pool(k, n->dev.mempool());
+				rc = make_subscriber(*n);
+			}
+		}
+		return rc;
+	}
+	uint16_t pid = 0;
+	if (std::string err; (rc = apps::probe_port(c.port, &pid, &err)) != 0) {
+		fprintf(stderr, "rdgram-mcast: %s\n", err.c_str());
+		return rc;
+	}
+	node *n = add(c.mode);
+	rte_ether_addr mac;
+	rte_eth_macaddr_get(pid, &mac);
+	rc = open_node(*n, pid, mac, c.addresses, socket);
+	if (rc == 0)
+		rc = c.mode == "pub" ? make_publisher(*n, c.addresses) : make_subscriber(*n);
+	return rc;
+}
+
+/* Opens a node's device on port, one queue, one QP. */
+int soft_fabric::open_node(node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs,
+			   int socket)
+{
+	soft::soft_config sc;
+	sc.port_id = port;
+	sc.set_mac = true;
+	sc.mac = mac;
+	sc.addresses = addrs;
+	sc.qsbr = rt_->qsbr();
+	sc.av_nodes = {socket};
+	sc.nb_mbufs = 8191;
+	if (int rc = n.dev.open(sc); rc != 0) {
+		fprintf(stderr, "rdgram-mcast: %s port: %s\n", n.name.c_str(), n.dev.error().c_str());
+		return rc;
+	}
+	if (rt_->ctl().add_poller(&soft::soft_device::control_poller, &n.dev) == 0)
+		n.polled_by = rt_;
+	if (int rc = n.dev.create_queue({.index = 0, .socket = socket}, n.q); rc != 0) {
+		fprintf(stderr, "rdgram-mcast: %s: queue: %s\n", n.name.c_str(), n.dev.error().c_str());
+		return rc;
+	}
+	if (int rc = n.q.add_qp(c_->qpn, c_->qkey); rc != 0) {
+		fprintf(stderr, "rdgram-mcast: %s: QP: %s\n", n.name.c_str(), strerror(rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* An AH to every group, from the port's address of the group's family. */
+int soft_fabric::make_publisher(node &n, const std::vector<wire::gid> &addrs)
+{
+	for (const auto &g : c_->groups) {
+		ibv_ah_attr a{};
+		a.is_global = 1;
+		a.port_num = 1;
+		a.grh.sgid_index = uint8_t(sgid_index_for(addrs, g));
+		a.grh.hop_limit = 8;
+		memcpy(a.grh.dgid.raw, g.raw, 16);
+		int err = 0;
+		ah_handle h = ah_null;
+		rt_->ctl().call([&] { h = n.dev.create_ah(a, &err); });
+		if (err != 0) {
+			fprintf(stderr, "rdgram-mcast: AH to group %s: %s\n", format_gid(g).c_str(), strerror(err));
+			return err;
+		}
+		ahs_.push_back(h);
+		qkeys_.push_back(c_->qkey);
+	}
+	pub_ = &n;
+	return 0;
+}
+
+int soft_fabric::make_subscriber(node &n)
+{
+	for (const auto &g : c_->groups) {
+		int rc = 0;
+		/* rdma_join_multicast's part (membership report), then
+		 * ibv_attach_mcast's (the QP gets the group). */
+		rt_->ctl().call([&] { rc = n.dev.join_mcast(g); });
+		if (rc == 0)
+			rc = n.q.attach_mcast(c_->qpn, g);
+		if (rc != 0) {
+			fprintf(stderr, "rdgram-mcast: %s: joining %s: %s\n", n.name.c_str(), format_gid(g).c_str(),
+				strerror(rc));
+			return rc;
+		}
+	}
+	subs_.push_back(&n);
+	return 0;
+}
+
+void soft_fabric::leave()
+{
+	for (node *n : subs_)
+		for (const auto &g : c_->groups) {
+			int rc = n->q.detach_mcast(c_->qpn, g);
+			if (rc == 0)
+				rt_->ctl().call([&] { rc = n->dev.leave_mcast(g); });
+			if (rc != 0)
+				fprintf(stderr, "rdgram-mcast: %s: leaving %s: %s\n", n->name.c_str(), format_gid(g).c_str(),
+					strerror(rc));
+		}
+}
+
+void soft_fabric::close()
+{
+	for (auto &n : nodes_)
+		if (n->polled_by != nullptr) {
+			n->polled_by->ctl().remove_poller(&soft::soft_device::control_poller, &n->dev);
+			n->polled_by = nullptr;
+		}
+	pub_ = nullptr;
+	subs_.clear();
+	nodes_.clear(); /* each device closes as it goes */
+}
+
+} // namespace rdgram::mcast

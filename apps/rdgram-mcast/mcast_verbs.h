@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram-mcast's set-up on the verbs driver (an RDMA device through
+ * rdma-core): a UD queue per publisher and subscriber on one device, with
+ * rdma_cm's UDP Q_Key; every group joined through rdma_cm
+ * (verbs::rdmacm_group: a subscriber as a full member with its QP
+ * attached, the publisher as a send-only member whose AHs come from the
+ * join events). --mode both puts the publisher and --subscribers QPs on
+ * the same device: the HCA delivers the group's datagrams to every
+ * attached QP. Built when drivers/verbs has librdmacm
+ * (RDGRAM_MCAST_VERBS). The data path is mcast_engine.h's, on verbs_queue.
+ */
+#ifndef RDGRAM_MCAST_VERBS_H
+#define RDGRAM_MCAST_VERBS_H
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mcast.h"
+#include "mcast_switch.h"
+#include "rdgram/runtime.h"
+#include "soft_device.h"
+#include "verbs_device.h"
+#include "verbs_mcast.h"
+
+namespace rdgram::mcast {
+
+/* The run's queues and memberships on the verbs driver. (Main thread;
+ * rdma-core's and rdma_cm's calls run on the control thread through
+ * runtime::ctl().call.) */
+class verbs_fabric {
+public:
+	using queue_type = verbs::verbs_queue;
+
+	verbs_fabric() = default;
+	verbs_fabric(const verbs_fabric &) = delete;
+	verbs_fabric &operator=(const verbs_fabric &) = delete;
+	~verbs_fabric() { close(); }
+
+	/* Opens the publisher's queue and joins its groups (pub, both), then
+	 * the subscribers' (sub: one; both: --subscribers). 0 or an errno
+	 * value, the reason printed. (socket: unused, each queue lives on its
+	 * device's NUMA node.) */
+	int open(const mcast_config &c, runtime &rt, int socket);
+	/* Nothing to do before close: leaving a group through rdma_cm also
+	 * detaches the QP, and close() does both. */
+	void leave() {}
+	/* Leaves the groups, destroys the queues and closes the devices
+	 * (after the poll thread stopped). */
+	void close();
+
+	queue_type *pub_queue() const { return pub_ != nullptr ? &pub_->q : nullptr; }
+	const std::vector<ah_handle> &group_ahs() const { return ahs_; }
+	const std::vector<uint32_t> &group_qkeys() const { return qkeys_; }
+	size_t subscribers() const { return subs_.size(); }
+	queue_type *sub_queue(size_t k) const { return &subs_[k]->q; }
+	/* The kernel sends the IGMP/MLD frames (rdma_cm on RoCE): none counted here. */
+	const soft::soft_device::mcast_stats *membership_sent(size_t) const { return nullptr; }
+	flood_switch *switch_ports() const { return nullptr; }
+
+private:
+	struct node {
+		std::string name;
+		verbs::verbs_device dev;
+		verbs::verbs_queue q;
+		bool has_queue = false;
+		std::vector<std::unique_ptr<verbs::rdmacm_group>> joins; /* one per group */
+	};
+	int open_node(node &n);
+	int join(node &n, verbs::rdmacm_group::role role);
+	int local_for(const node &n, const wire::gid &group, sockaddr_storage *out) const;
+	int make_publisher(node &n);
+	void close_node(node &n);
+
+	const mcast_config *c_ = nullptr;
+	runtime *rt_ = nullptr;
+	std::vector<std::unique_ptr<node>> nodes_;
+	node *pub_ = nullptr;
+	std::vector<node *> subs_;
+	std::vector<ah_handle> ahs_;  /* per group */
+	std::vector<uint32_t> qkeys_; /* per group: its Q_Key, from the join */
+};
+
+} // namespace rdgram::mcast
+
+#endif
