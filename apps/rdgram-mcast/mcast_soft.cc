@@ -37,18 +37,13 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, int socket)
 {
 	c_ = &c;
 	rt_ = &rt;
-	auto add = [&](const std::string &name) {
-		nodes_.push_back(std::make_unique<node>());
-		nodes_.back()->name = name;
-		return nodes_.back().get();
-	};
 	int rc = 0;
 	if (c.mode == "both") {
 		sw_ = std::make_unique<flood_switch>();
 		const int pp = sw_->add_publisher_port();
 		if (pp < 0)
 			return ENOMEM;
-		node *n = add("pub");
+		soft_node *n = add("pub");
 		rc = open_node(*n, uint16_t(pp), mac_n(1), addrs_of(0), socket);
 		if (rc == 0)
 			rc = make_publisher(*n, addrs_of(0));
@@ -70,7 +65,7 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, int socket)
 		fprintf(stderr, "rdgram-mcast: %s\n", err.c_str());
 		return rc;
 	}
-	node *n = add(c.mode);
+	soft_node *n = add(c.mode);
 	rte_ether_addr mac;
 	rte_eth_macaddr_get(pid, &mac);
 	rc = open_node(*n, pid, mac, c.addresses, socket);
@@ -80,7 +75,7 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, int socket)
 }
 
 /* Opens a node's device on port, one queue, one QP. */
-int soft_fabric::open_node(node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs,
+int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs,
 			   int socket)
 {
 	soft::soft_config sc;
@@ -109,7 +104,7 @@ int soft_fabric::open_node(node &n, uint16_t port, const rte_ether_addr &mac, co
 }
 
 /* An AH to every group, from the port's address of the group's family. */
-int soft_fabric::make_publisher(node &n, const std::vector<wire::gid> &addrs)
+int soft_fabric::make_publisher(soft_node &n, const std::vector<wire::gid> &addrs)
 {
 	for (const auto &g : c_->groups) {
 		ibv_ah_attr a{};
@@ -132,7 +127,7 @@ int soft_fabric::make_publisher(node &n, const std::vector<wire::gid> &addrs)
 	return 0;
 }
 
-int soft_fabric::make_subscriber(node &n)
+int soft_fabric::make_subscriber(soft_node &n)
 {
 	for (const auto &g : c_->groups) {
 		int rc = 0;
@@ -153,7 +148,7 @@ int soft_fabric::make_subscriber(node &n)
 
 void soft_fabric::leave()
 {
-	for (node *n : subs_)
+	for (soft_node *n : subs_)
 		for (const auto &g : c_->groups) {
 			int rc = n->q.detach_mcast(c_->qpn, g);
 			if (rc == 0)

@@ -15,22 +15,25 @@
 #include <string>
 #include <vector>
 
-#include "mcast.h"
+#include "mcast_fabric.h"
 #include "mcast_switch.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
 
 namespace rdgram::mcast {
 
+/* One publisher or subscriber: a soft device on one port, one queue, one QP. */
+struct soft_node {
+	std::string name;
+	soft::soft_device dev;
+	soft::soft_queue q;
+	runtime *polled_by = nullptr; /* the control thread polls dev */
+};
+
 /* The run's devices on the soft driver. (Main thread; the control thread
  * runs what must run there through runtime::ctl().call.) */
-class soft_fabric {
+class soft_fabric : public fabric_nodes<soft_node> {
 public:
-	using queue_type = soft::soft_queue;
-
-	soft_fabric() = default;
-	soft_fabric(const soft_fabric &) = delete;
-	soft_fabric &operator=(const soft_fabric &) = delete;
 	~soft_fabric() { close(); }
 
 	/* Opens what --mode asks for: the publisher's device with its AHs
@@ -44,33 +47,15 @@ public:
 	/* Takes the devices off the control thread and closes them. */
 	void close();
 
-	queue_type *pub_queue() const { return pub_ != nullptr ? &pub_->q : nullptr; }
-	const std::vector<ah_handle> &group_ahs() const { return ahs_; }
-	const std::vector<uint32_t> &group_qkeys() const { return qkeys_; }
-	size_t subscribers() const { return subs_.size(); }
-	queue_type *sub_queue(size_t k) const { return &subs_[k]->q; }
 	const soft::soft_device::mcast_stats *membership_sent(size_t k) const { return &subs_[k]->dev.mcast_counters(); }
 	flood_switch *switch_ports() const { return sw_.get(); } /* --mode both; else nullptr */
 
 private:
-	struct node {
-		std::string name;
-		soft::soft_device dev;
-		soft::soft_queue q;
-		runtime *polled_by = nullptr; /* the control thread polls dev */
-	};
-	int open_node(node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs,
+	int open_node(soft_node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs,
 		      int socket);
-	int make_publisher(node &n, const std::vector<wire::gid> &addrs);
-	int make_subscriber(node &n);
+	int make_publisher(soft_node &n, const std::vector<wire::gid> &addrs);
+	int make_subscriber(soft_node &n);
 
-	const mcast_config *c_ = nullptr;
-	runtime *rt_ = nullptr;
-	std::vector<std::unique_ptr<node>> nodes_;
-	node *pub_ = nullptr;
-	std::vector<node *> subs_;
-	std::vector<ah_handle> ahs_;  /* per group */
-	std::vector<uint32_t> qkeys_; /* per group */
 	std::unique_ptr<flood_switch> sw_;
 };
 

@@ -35,21 +35,16 @@ int verbs_fabric::open(const mcast_config &c, runtime &rt, int)
 {
 	c_ = &c;
 	rt_ = &rt;
-	auto add = [&](const std::string &name) {
-		nodes_.push_back(std::make_unique<node>());
-		nodes_.back()->name = name;
-		return nodes_.back().get();
-	};
 	const unsigned nsub = c.mode == "both" ? c.subscribers : c.mode == "sub" ? 1 : 0;
 	int rc = 0;
 	if (c.mode != "sub") {
-		node *n = add("pub");
+		verbs_node *n = add("pub");
 		rc = open_node(*n);
 		if (rc == 0)
 			rc = make_publisher(*n);
 	}
 	for (unsigned k = 0; rc == 0 && k < nsub; k++) {
-		node *n = add("sub" + std::to_string(k));
+		verbs_node *n = add("sub" + std::to_string(k));
 		rc = open_node(*n);
 		if (rc == 0)
 			rc = join(*n, verbs::rdmacm_group::role::subscriber);
@@ -61,7 +56,7 @@ int verbs_fabric::open(const mcast_config &c, runtime &rt, int)
 
 /* Opens a node: the device (with its own mempool) and one UD queue with
  * rdma_cm's UDP Q_Key (what its groups use). */
-int verbs_fabric::open_node(node &n)
+int verbs_fabric::open_node(verbs_node &n)
 {
 	verbs::verbs_config vc;
 	vc.device = c_->device;
@@ -89,7 +84,7 @@ int verbs_fabric::open_node(node &n)
 
 /* rdma_cm's local address for a group: --local, or the port's first
  * RoCEv2 GID of the group's family (not link-local). 0 or EINVAL. */
-int verbs_fabric::local_for(const node &n, const wire::gid &group, sockaddr_storage *out) const
+int verbs_fabric::local_for(const verbs_node &n, const wire::gid &group, sockaddr_storage *out) const
 {
 	const int fam = group.is_v4_mapped() ? AF_INET : AF_INET6;
 	if (!c_->local.empty()) {
@@ -114,7 +109,7 @@ int verbs_fabric::local_for(const node &n, const wire::gid &group, sockaddr_stor
 
 /* Joins every group through rdma_cm on the control thread: as a send-only
  * member (publisher, qp null) or a full member attaching n's QP. */
-int verbs_fabric::join(node &n, verbs::rdmacm_group::role role)
+int verbs_fabric::join(verbs_node &n, verbs::rdmacm_group::role role)
 {
 	const bool ib = n.dev.port().link != link_layer::ethernet;
 	for (const auto &g : c_->groups) {
@@ -140,7 +135,7 @@ int verbs_fabric::join(node &n, verbs::rdmacm_group::role role)
 
 /* The publisher joins send-only; the AH to each group comes from its join
  * event (MLID, MGID, SL, rate, the GRH rdma_cm filled). */
-int verbs_fabric::make_publisher(node &n)
+int verbs_fabric::make_publisher(verbs_node &n)
 {
 	if (int rc = join(n, verbs::rdmacm_group::role::publisher); rc != 0)
 		return rc;
@@ -163,7 +158,7 @@ int verbs_fabric::make_publisher(node &n)
 	return 0;
 }
 
-void verbs_fabric::close_node(node &n)
+void verbs_fabric::close_node(verbs_node &n)
 {
 	rt_->ctl().call([&] {
 		for (auto &j : n.joins)

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "mcast.h"
+#include "mcast_fabric.h"
 #include "mcast_switch.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
@@ -27,16 +27,21 @@
 
 namespace rdgram::mcast {
 
+/* One publisher or subscriber: an RDMA device (with its own mempool), one
+ * UD queue, its rdma_cm memberships. */
+struct verbs_node {
+	std::string name;
+	verbs::verbs_device dev;
+	verbs::verbs_queue q;
+	bool has_queue = false;
+	std::vector<std::unique_ptr<verbs::rdmacm_group>> joins; /* one per group */
+};
+
 /* The run's queues and memberships on the verbs driver. (Main thread;
  * rdma-core's and rdma_cm's calls run on the control thread through
  * runtime::ctl().call.) */
-class verbs_fabric {
+class verbs_fabric : public fabric_nodes<verbs_node> {
 public:
-	using queue_type = verbs::verbs_queue;
-
-	verbs_fabric() = default;
-	verbs_fabric(const verbs_fabric &) = delete;
-	verbs_fabric &operator=(const verbs_fabric &) = delete;
 	~verbs_fabric() { close(); }
 
 	/* Opens the publisher's queue and joins its groups (pub, both), then
@@ -51,36 +56,16 @@ public:
 	 * (after the poll thread stopped). */
 	void close();
 
-	queue_type *pub_queue() const { return pub_ != nullptr ? &pub_->q : nullptr; }
-	const std::vector<ah_handle> &group_ahs() const { return ahs_; }
-	const std::vector<uint32_t> &group_qkeys() const { return qkeys_; }
-	size_t subscribers() const { return subs_.size(); }
-	queue_type *sub_queue(size_t k) const { return &subs_[k]->q; }
 	/* The kernel sends the IGMP/MLD frames (rdma_cm on RoCE): none counted here. */
 	const soft::soft_device::mcast_stats *membership_sent(size_t) const { return nullptr; }
 	flood_switch *switch_ports() const { return nullptr; }
 
 private:
-	struct node {
-		std::string name;
-		verbs::verbs_device dev;
-		verbs::verbs_queue q;
-		bool has_queue = false;
-		std::vector<std::unique_ptr<verbs::rdmacm_group>> joins; /* one per group */
-	};
-	int open_node(node &n);
-	int join(node &n, verbs::rdmacm_group::role role);
-	int local_for(const node &n, const wire::gid &group, sockaddr_storage *out) const;
-	int make_publisher(node &n);
-	void close_node(node &n);
-
-	const mcast_config *c_ = nullptr;
-	runtime *rt_ = nullptr;
-	std::vector<std::unique_ptr<node>> nodes_;
-	node *pub_ = nullptr;
-	std::vector<node *> subs_;
-	std::vector<ah_handle> ahs_;  /* per group */
-	std::vector<uint32_t> qkeys_; /* per group: its Q_Key, from the join */
+	int open_node(verbs_node &n);
+	int join(verbs_node &n, verbs::rdmacm_group::role role);
+	int local_for(const verbs_node &n, const wire::gid &group, sockaddr_storage *out) const;
+	int make_publisher(verbs_node &n);
+	void close_node(verbs_node &n);
 };
 
 } // namespace rdgram::mcast
