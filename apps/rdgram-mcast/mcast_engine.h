@@ -24,9 +24,9 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include "latency_hist.h"
 #include "mcast.h"
 #include "mcast_switch.h"
-#include "perf_status.h"
 #include "rdgram/runtime.h"
 #include "rdgram/ud.h"
 
@@ -54,7 +54,7 @@ struct pub_state {
  * written by the poll thread alone, so the status line can read them. */
 struct sub_state {
 	std::unique_ptr<seq_tracker[]> trk; /* per group index */
-	perf::latency_hist hist;
+	apps::latency_hist hist;
 	std::atomic<uint64_t> received{0}, malformed{0}, foreign{0}, max_ns{0};
 	uint64_t last_rx = 0; /* TSC of the last message */
 };

@@ -24,7 +24,7 @@ std::string with_suffix(const std::string &path, size_t k, size_t n)
 int write_hist(const mcast_config &c, const sub_state &s, size_t i, size_t n)
 {
 	const std::string csv = with_suffix(c.hist_csv, i, n);
-	if (int rc = perf::write_hist_csv(s.hist, csv); rc != 0) {
+	if (int rc = apps::write_hist_csv(s.hist, csv); rc != 0) {
 		fprintf(stderr, "rdgram-mcast: cannot write %s: %s\n", csv.c_str(), strerror(rc));
 		return 1;
 	}
@@ -35,7 +35,7 @@ int write_hist(const mcast_config &c, const sub_state &s, size_t i, size_t n)
 	std::string err;
 	const std::string title =
 		"rdgram-mcast sub" + std::to_string(i) + ": one-way latency, " + std::to_string(s.hist.count()) + " messages";
-	if (perf::plot_hist(csv, out, title, &err) != 0) {
+	if (apps::plot_hist(csv, out, title, &err) != 0) {
 		fprintf(stderr, "rdgram-mcast: --hist-plot: %s\n", err.c_str());
 		return 3;
 	}
