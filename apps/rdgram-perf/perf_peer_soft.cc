@@ -54,11 +54,12 @@ int run_soft_peer(runtime &rt, const perf_config &c, uint64_t deadline)
 	 * peer's and reclaims AH slots. */
 	const bool polled = rt.ctl().add_poller(&soft::soft_device::control_poller, &dev) == 0;
 	soft::soft_queue q;
-	dev.create_queue({.index = 0, .socket = sc.av_nodes[0]}, q);
-	q.add_qp(self.qpn, self.qkey);
 	int status = 0;
 	ah_handle ah = ah_null;
-	if (!wait_link_up(port, deadline)) {
+	if (int rc = dev.create_queue({.index = 0, .socket = sc.av_nodes[0]}, q); rc != 0) {
+		fprintf(stderr, "rdgram-perf: %s queue: %s\n", c.mode.c_str(), dev.error().c_str());
+		status = 1;
+	} else if (q.add_qp(self.qpn, self.qkey), !wait_link_up(port, deadline)) {
 		fprintf(stderr, "rdgram-perf: the link of %s never came up\n", self.vdev.c_str());
 		status = 1;
 	} else {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-perf on the verbs and mlx5 drivers: each driver's set-up (open,
- * close), then one template for both that runs perf_run.h's poll thread
- * bodies on the device's own queue type. Never run on RDMA hardware; the
+ * rdgram-perf on the verbs and mlx5 drivers: what differs per driver (its
+ * device config, what its QP grants of the inline size), then one
+ * template for both that makes the queue (queue_params), runs perf_run.h's
+ * poll thread bodies on the device's own queue type and reports. Never run on RDMA hardware; the
  * verbs driver runs against rxe in the lab (tests/lab/perf_soft_verbs.sh,
  * perftest.sh, ud_pingpong.sh), mlx5 only up to its device failing to
  * open (tests/integration/perf_rdma_driver.sh).
@@ -16,6 +17,7 @@
  */
 #include "perf_rdma.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -43,14 +45,13 @@ namespace rdgram::perf {
 
 namespace {
 
-/* ---- set-up, one pair per driver ----------------------------------------- */
+/* ---- set-up: what differs per driver ------------------------------------ */
 
 #ifdef RDGRAM_PERF_VERBS
-using verbs_endpoint = endpoint<verbs::verbs_device, verbs::verbs_queue>;
+using verbs_endpoint = endpoint<verbs::verbs_device>;
 
-/* A verbs device (its mempool is the device's own) and one UD queue.
- * 0, or an errno value with *err. */
-int open_device(runtime &rt, const perf_config &c, verbs_endpoint &e, std::string *err)
+/* Opens a verbs device: any rdma-core provider. 0 or an errno value. */
+int open_device(runtime &rt, const perf_config &c, verbs::verbs_device &dev)
 {
 	verbs::verbs_config vc;
 	vc.device = c.rdma.device;
@@ -58,13 +59,45 @@ int open_device(runtime &rt, const perf_config &c, verbs_endpoint &e, std::strin
 	vc.max_ah = c.max_ah;
 	vc.qsbr = rt.qsbr();
 	vc.topology = rt.topology();
-	if (int rc = e.dev.open(vc); rc != 0) {
+	return dev.open(vc);
+}
+
+/* What the QP took of the inline size asked for (ibv_create_qp may
+ * grant less than asked, and more). */
+uint32_t inline_max(const verbs::verbs_queue &q, uint32_t asked) { return std::min(asked, q.max_inline()); }
+#endif
+
+#ifdef RDGRAM_PERF_MLX5
+using mlx5_endpoint = endpoint<mlx5::mlx5_device>;
+
+/* Opens an mlx5 device (direct verbs). 0 or an errno value. */
+int open_device(runtime &rt, const perf_config &c, mlx5::mlx5_device &dev)
+{
+	mlx5::mlx5_config mc;
+	mc.device = c.rdma.device;
+	mc.port_num = c.rdma.port;
+	mc.max_ah = c.max_ah;
+	mc.qsbr = rt.qsbr();
+	return dev.open(mc);
+}
+
+/* mlx5: what was asked. create_queue refuses more than a UD WQE carries,
+ * and fails when ibv_create_qp cannot give it. */
+uint32_t inline_max(const mlx5::mlx5_queue &, uint32_t asked) { return asked; }
+#endif
+
+/* ---- one template for both --------------------------------------------- */
+
+/* The device and its one UD queue, which receives into the device's own
+ * mempool. 0, or an errno value with *err. */
+template <class E> int open_endpoint(runtime &rt, const perf_config &c, E &e, std::string *err)
+{
+	if (int rc = open_device(rt, c, e.dev); rc != 0) {
 		*err = e.dev.error();
 		return rc;
 	}
-	const int node = e.dev.port().numa_node >= 0 ? e.dev.port().numa_node : SOCKET_ID_ANY;
 	queue_params qp;
-	qp.socket = node;
+	qp.socket = e.dev.port().numa_node >= 0 ? e.dev.port().numa_node : SOCKET_ID_ANY;
 	qp.qkey = e.self->qkey;
 	qp.max_inline = c.inline_size;
 	qp.signal_every = c.cq_mod;
@@ -72,54 +105,15 @@ int open_device(runtime &rt, const perf_config &c, verbs_endpoint &e, std::strin
 		*err = e.dev.error();
 		return rc;
 	}
-	e.mp = e.dev.mempool();
-	e.inline_max = c.inline_size < e.q.max_inline() ? c.inline_size : e.q.max_inline();
+	e.inline_max = inline_max(e.q, c.inline_size);
 	return 0;
 }
 
-void close_device(verbs_endpoint &e)
+template <class E> void close_endpoint(E &e)
 {
 	e.dev.destroy_queue(e.q); /* nothing when it was not created */
 	e.dev.close();
 }
-#endif
-
-#ifdef RDGRAM_PERF_MLX5
-using mlx5_endpoint = endpoint<mlx5::mlx5_device, mlx5::mlx5_queue>;
-
-/* An mlx5 device: its QP, CQs and mempool are the device's own.
- * 0, or an errno value with *err. */
-int open_device(runtime &rt, const perf_config &c, mlx5_endpoint &e, std::string *err)
-{
-	mlx5::mlx5_config mc;
-	mc.device = c.rdma.device;
-	mc.port_num = c.rdma.port;
-	mc.qkey = e.self->qkey;
-	mc.max_inline = c.inline_size;
-	mc.signal_every = c.cq_mod;
-	mc.max_ah = c.max_ah;
-	mc.qsbr = rt.qsbr();
-	if (int rc = e.dev.open(mc); rc != 0) {
-		*err = e.dev.error();
-		return rc;
-	}
-	if (int rc = e.dev.create_queue({}, e.q); rc != 0) {
-		*err = e.dev.error();
-		return rc;
-	}
-	e.mp = e.dev.mempool();
-	e.inline_max = c.inline_size;
-	return 0;
-}
-
-void close_device(mlx5_endpoint &e)
-{
-	e.dev.destroy_queue(e.q); /* nothing when it was not created */
-	e.dev.close();
-}
-#endif
-
-/* ---- one template for both --------------------------------------------- */
 
 /* The AH to the server from the client's settings. */
 ibv_ah_attr server_ah_attr(const perf_config &c, const port_attr &port)
@@ -199,7 +193,7 @@ template <class E> int run_side_peer(runtime &rt, E &e, const perf_config &c, ui
 	if (ps.with_gid && c.rdma.gid_index >= pa.gids.size()) {
 		fprintf(stderr, "rdgram-perf: [rdma] gid_index %u: the port has %zu GIDs\n", unsigned(c.rdma.gid_index),
 			pa.gids.size());
-		close_device(e);
+		close_endpoint(e);
 		return 2;
 	}
 	if (ps.with_gid)
@@ -208,7 +202,7 @@ template <class E> int run_side_peer(runtime &rt, E &e, const perf_config &c, ui
 	ps.device = std::string(e.dev.driver_name()) + ", " + (c.rdma.device.empty() ? "first device" : c.rdma.device);
 	peer_port<typename E::queue_type> pp;
 	pp.q = &e.q;
-	pp.mp = e.mp;
+	pp.mp = e.dev.mempool();
 	pp.inline_max = e.inline_max;
 	pp.qs = rt.qsbr();
 	pp.tid = e.where.lcore;
@@ -235,7 +229,7 @@ template <class E> int run_side_peer(runtime &rt, E &e, const perf_config &c, ui
 	print_drops(e.dev.driver_name(), e.q.counters());
 	if (ah != ah_null)
 		rt.ctl().call([&] { e.dev.destroy_ah(ah); });
-	close_device(e);
+	close_endpoint(e);
 	return status;
 }
 
@@ -246,11 +240,11 @@ template <class E> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 	const bool is_server = c.mode == "server";
 	E e{c.mode.c_str(), is_server ? &c.server : &c.client, is_server ? &c.client : &c.server};
 	std::string err;
-	if (int rc = open_device(rt, c, e, &err); rc != 0) {
+	if (int rc = open_endpoint(rt, c, e, &err); rc != 0) {
 		fprintf(stderr, "rdgram-perf: driver %s: cannot open RDMA device '%s' port %u: %s (%s)\n",
 			e.dev.driver_name(), c.rdma.device.empty() ? "(first found)" : c.rdma.device.c_str(),
 			unsigned(c.rdma.port), err.c_str(), strerror(rc));
-		close_device(e);
+		close_endpoint(e);
 		return 1;
 	}
 	const port_attr &pa = e.dev.port();
@@ -270,7 +264,7 @@ template <class E> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 
 	perf_config cx = c;
 	if (!c.rdma.oob.empty() && exchange_oob(c, e, &cx) != 0) {
-		close_device(e);
+		close_endpoint(e);
 		return 1;
 	}
 	run_ctx<E> x{&cx, &rt, &e, deadline};
@@ -299,7 +293,7 @@ template <class E> int run_side(runtime &rt, const perf_config &c, uint64_t dead
 	print_drops(e.dev.driver_name(), e.q.counters());
 	if (e.to.ah != ah_null)
 		rt.ctl().call([&] { e.dev.destroy_ah(e.to.ah); });
-	close_device(e);
+	close_endpoint(e);
 	return status;
 }
 

@@ -58,18 +58,18 @@ struct ctl_poller {
 	}
 };
 
-/* One side of a test: a driver's device, its queue, and where it sends.
- * Dev is the driver's device class, Q its queue class. */
-template <class Dev, class Q> struct endpoint {
+/* One side of a test: a driver's device (Dev: soft_device, verbs_device,
+ * mlx5_device), its queue (Dev::queue_type, from create_queue; the device's
+ * mempool feeds it and what it sends beyond inline), and where it sends. */
+template <class Dev> struct endpoint {
 	using device_type = Dev;
-	using queue_type = Q;
+	using queue_type = typename Dev::queue_type;
 
 	const char *role;
 	const endpoint_config *self;
 	const endpoint_config *other;
 	Dev dev;
-	Q q;
-	rte_mempool *mp = nullptr; /* what the client sends non-inline payloads from */
+	queue_type q;
 	uint32_t inline_max = 0;   /* payloads up to this many bytes go inline */
 	peer to{ah_null, 0, 0};    /* ah_null: a server learns it from the client's SYNC */
 	/* txonly --dests: the prepared AHs, in the order they are sent. */
@@ -181,7 +181,7 @@ template <class E> int client_main(void *arg)
 		client_params cp{c.size, c.lat_iters, c.warmup, e.inline_max, c.tx_depth, c.use_imm, !do_bw, false};
 		std::vector<double> samples;
 		lat_result r;
-		if (client_lat(e.q, e.mp, e.to, cp, env, samples, &r))
+		if (client_lat(e.q, e.dev.mempool(), e.to, cp, env, samples, &r))
 			x->lat.push_back(r);
 		else
 			x->ok = false;
@@ -199,7 +199,7 @@ template <class E> int client_main(void *arg)
 		if (x->server != nullptr && x->server->clock_ready.load(std::memory_order_acquire))
 			x->bw_cpu.b = x->server->clock;
 		x->bw_cpu.start();
-		const bool done = client_bw(e.q, e.mp, e.to, cp, env, &r);
+		const bool done = client_bw(e.q, e.dev.mempool(), e.to, cp, env, &r);
 		x->bw_cpu.stop();
 		if (done)
 			x->bw.push_back(r);

@@ -54,9 +54,11 @@ int open_soft_endpoint(runtime &rt, const perf_config &c, soft_endpoint &e, uint
 	/* The control thread answers ARP/ND for our address and reclaims AH
 	 * slots (the poll thread of queue 0 carries the frames). */
 	e.polled.add(rt, &soft::soft_device::control_poller, &e.dev);
-	e.dev.create_queue({.index = 0, .socket = sc.av_nodes[0]}, e.q);
+	if (int rc = e.dev.create_queue({.index = 0, .socket = sc.av_nodes[0]}, e.q); rc != 0) {
+		fprintf(stderr, "rdgram-perf: %s queue: %s\n", e.role, e.dev.error().c_str());
+		return rc;
+	}
 	e.q.add_qp(e.self->qpn, e.self->qkey);
-	e.mp = e.dev.mempool();
 	e.inline_max = c.inline_size;
 
 	/* A static neighbour answers at once; an unknown MAC is resolved,

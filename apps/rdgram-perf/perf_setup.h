@@ -23,7 +23,7 @@
 
 namespace rdgram::perf {
 
-using soft_endpoint = endpoint<soft::soft_device, soft::soft_queue>;
+using soft_endpoint = endpoint<soft::soft_device>;
 
 /* Opens the soft device on port_id for e (its role, self, other and
  * where set), its queue, the AH to its peer (resolved by ARP/ND when the
