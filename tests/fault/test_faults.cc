@@ -61,6 +61,7 @@ struct rig {
 	/* Side 1's poll thread (worker lcore). */
 	std::atomic<bool> stop{false};
 	std::atomic<bool> pause{false}; /* do not read the port at all */
+	std::atomic<bool> paused{false}; /* rx_main saw pause and reads no more */
 	std::atomic<bool> hold{false};  /* keep received mbufs (a slow application) */
 	std::atomic<uint64_t> rx{0}, rx_in_stall{0};
 	std::vector<rte_mbuf *> held;
@@ -113,7 +114,10 @@ struct rig {
 		poll_thread_online(g_rt->qsbr(), me);
 		recv_wc wc[32];
 		while (!r->stop.load(std::memory_order_acquire)) {
-			if (!r->pause.load(std::memory_order_relaxed)) {
+			if (r->pause.load(std::memory_order_acquire)) {
+				r->paused.store(true, std::memory_order_release);
+			} else {
+				r->paused.store(false, std::memory_order_relaxed);
 				const bool stalled = fault::control_stalled();
 				const uint16_t n = r->p.q[1].rx_burst(wc, 32);
 				const bool keep = r->hold.load(std::memory_order_relaxed);
@@ -542,7 +546,14 @@ TEST(Fault, TxRingFull)
 	accounting a("tx_ring_full");
 	const ah_handle h = r.direct_ah();
 	ASSERT_NE(h, ah_null);
+	/* Wait until the receiver has stopped reading: a burst it had already
+	 * begun when pause was set would leave the ring short of what was
+	 * accepted (seen once under load: 32 frames). */
 	r.pause = true;
+	const uint64_t wait_end = rte_get_tsc_cycles() + ms_cycles(5000);
+	while (!r.paused.load(std::memory_order_acquire) && rte_get_tsc_cycles() < wait_end)
+		rte_pause();
+	ASSERT_TRUE(r.paused.load()) << "the receiver did not pause within 5 s";
 	r.online();
 	uint32_t tag = 0;
 	uint64_t accepted = 0, short_bursts = 0, zero_bursts = 0;
