@@ -2,7 +2,7 @@
  * Copyright(c) 2026 The rdgram authors
  *
  * libFuzzer target: the soft driver's RoCEv2 receive path (soft_queue::
- * rx_burst and its per-frame validation, soft_datapath.h), Ethernet
+ * rx_burst and its per-frame validation, soft_rx.h), Ethernet
  * through ICRC, IPv4 and IPv6, plus the ARP/ND hand-off to the control
  * ring.
  *
@@ -85,7 +85,7 @@ bool ref_is_nd(const uint8_t *f, size_t n)
 }
 
 /* What a RoCE HCA (and the driver's documented order) does with frame f:
- * the reference validator, from the specs, not from soft_datapath.h. */
+ * the reference validator, from the specs, not from soft_rx.h. */
 expect reference(const uint8_t *f, size_t n)
 {
 	expect e;

@@ -142,7 +142,7 @@ def roce_rx_seeds():
     s["v4_pkey_limited"] = roce(4, pkey=0x7FFF, payload=b"abc")
     s["v6_src_v4mapped"] = roce(6, src="::ffff:10.0.0.7", payload=b"x" * 9)
     s["v4_src_multicast"] = roce(4, src="224.0.0.5", payload=b"mc")
-    # One frame per drop reason (soft_datapath.h order).
+    # One frame per drop reason (soft_rx.h order).
     good4 = roce(4, payload=b"0123456789")
     s["drop_not_ip"] = raw(Ether(dst=OUR_MAC, src=PEER_MAC, type=0x88B5) /
                            Raw(b"\0" * 60))

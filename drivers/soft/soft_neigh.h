@@ -41,7 +41,7 @@
 
 #include "rdgram/ah_table.h"
 #include "rdgram/wire.h"
-#include "soft_datapath.h"
+#include "soft_av.h"
 
 namespace rdgram::soft {
 

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * drivers/soft queue set-up (control path, out of line): attach binds a
+ * soft_queue to its port queue, the AV replica of its poll thread's node
+ * and the device's slow-path rings; the QPs, their multicast attachments,
+ * the ICRC kernel and receive attribution by ahn are set here, before the
+ * poll thread runs (or by it, between bursts); detach frees the TX stash
+ * at teardown.
+ */
+#include "soft_datapath.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <rte_mbuf.h>
+
+#include "rdgram/burst_guard.h"
+
+namespace rdgram::soft {
+
+void soft_queue::attach(uint16_t port, uint16_t queue, rte_mempool *mp, const ah_table<soft_av> *ahs,
+			const soft_port_view &view, rte_ring *ctl_rx, rte_ring *ctl_tx, int socket)
+{
+	port_ = port;
+	queue_ = queue;
+	guard_ = burst_guard::slot_for(port, queue);
+	mp_ = mp;
+	/* The AV replica on the poll thread's node: two words, so the TX
+	 * lookup does not go through the table object. */
+	ahs_ = ahs != nullptr ? ahs->for_socket(socket) : ah_table<soft_av>::view{};
+	view_ = view;
+	ctl_rx_ = ctl_rx;
+	ctl_tx_ = ctl_tx;
+	crc_ = crc32_select();
+}
+
+unsigned soft_queue::detach()
+{
+	const unsigned n = nstash_;
+	rte_pktmbuf_free_bulk(stash_, n);
+	nstash_ = 0;
+	mp_ = nullptr;
+	return n;
+}
+
+void soft_queue::set_crc_kernel(crc32_kernel k)
+{
+	crc_ = k;
+}
+
+int soft_queue::add_qp(uint32_t qpn, uint32_t qkey, bool privileged)
+{
+	if (nqp_ == max_qps)
+		return ENOSPC;
+	if ((qkey & qkey_controlled) && !privileged)
+		return EPERM;
+	qps_[nqp_++] = soft_qp{qpn, qkey, 0, privileged};
+	return 0;
+}
+
+int soft_queue::attach_mcast(uint32_t qpn, const wire::gid &g)
+{
+	if (!g.is_multicast())
+		return EINVAL;
+	unsigned qi = 0;
+	while (qi < nqp_ && qps_[qi].qpn != qpn)
+		qi++;
+	if (qi == nqp_)
+		return EINVAL;
+	for (unsigned i = 0; i < nmc_; i++)
+		if (memcmp(mc_[i].gid.raw, g.raw, 16) == 0)
+			return mc_[i].qi == qi ? 0 : EBUSY;
+	if (nmc_ == max_mcast)
+		return ENOMEM;
+	mc_[nmc_++] = mcast_member{g, qi};
+	return 0;
+}
+
+int soft_queue::detach_mcast(uint32_t qpn, const wire::gid &g)
+{
+	if (!g.is_multicast())
+		return EINVAL;
+	for (unsigned i = 0; i < nmc_; i++)
+		if (memcmp(mc_[i].gid.raw, g.raw, 16) == 0 && qps_[mc_[i].qi].qpn == qpn) {
+			mc_[i] = mc_[--nmc_];
+			return 0;
+		}
+	return EINVAL;
+}
+
+void soft_queue::report_ahn(const dest_cache *by_gid)
+{
+	ahn_ = by_gid;
+}
+
+} // namespace rdgram::soft
