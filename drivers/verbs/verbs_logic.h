@@ -11,7 +11,8 @@
  *     selective signalling, inline data when it fits, immediate data;
  *   - a batch of receive buffers as a chained ibv_recv_wr list;
  *   - ibv_wc (+ the 40-byte GRH area) into recv_wc.
- * Nothing here calls libibverbs; it only uses its structures.
+ * Nothing here calls libibverbs; it only uses its structures. The rings'
+ * allocation (init) is set-up, out of line in verbs_queue.cc.
  */
 #ifndef RDGRAM_VERBS_LOGIC_H
 #define RDGRAM_VERBS_LOGIC_H
@@ -53,20 +54,9 @@ using ibv::lkey_map;
  */
 class tx_ring {
 public:
-	/* depth: the send queue's size (WRs in flight at most). 0 or EINVAL. */
-	int init(uint32_t depth)
-	{
-		if (depth == 0 || depth > (1u << 20))
-			return EINVAL;
-		uint32_t cap = 1;
-		while (cap < depth)
-			cap <<= 1;
-		slots_.assign(cap, nullptr);
-		mask_ = cap - 1;
-		depth_ = depth;
-		head_ = tail_ = 0;
-		return 0;
-	}
+	/* depth: the send queue's size (WRs in flight at most). 0 or EINVAL.
+	 * (Set-up: allocates the slots; verbs_queue.cc.) */
+	int init(uint32_t depth);
 	uint32_t depth() const { return depth_; }
 	uint32_t outstanding() const { return uint32_t(tail_ - head_); }
 	uint32_t room() const { return depth_ - outstanding(); }
@@ -136,20 +126,9 @@ class rx_ring {
 public:
 	/* depth: the receive queue's size. Room is twice that (rounded up to
 	 * a power of two), so holes left by reordered completions do not
-	 * stop the refill. 0 or EINVAL. */
-	int init(uint32_t depth)
-	{
-		if (depth == 0 || depth > (1u << 20))
-			return EINVAL;
-		uint32_t cap = 1;
-		while (cap < 2 * depth)
-			cap <<= 1;
-		slots_.assign(cap, nullptr);
-		mask_ = cap - 1;
-		head_ = tail_ = 0;
-		live_ = 0;
-		return 0;
-	}
+	 * stop the refill. 0 or EINVAL. (Set-up: allocates the slots;
+	 * verbs_queue.cc.) */
+	int init(uint32_t depth);
 	/* Buffers posted and not completed. */
 	uint32_t outstanding() const { return live_; }
 	/* Entries that can still be recorded. */
