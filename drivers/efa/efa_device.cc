@@ -8,12 +8,9 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
-#include <rte_errno.h>
 #include <rte_mbuf.h>
 
 #include "ibv_device.h"
@@ -184,34 +181,13 @@ int efa_device::open(const efa_config &cfg)
 	}
 	cfg_ = cfg;
 	/* The device's mempool: a receive buffer is the 40-byte GRH area
-	 * + the MTU (SRD posts 40 bytes in, the same size). */
-	const uint32_t room = RTE_PKTMBUF_HEADROOM + wire::grh_len + attr_.active_mtu;
-	if (cfg.pool != nullptr) {
-		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
-			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
-			       " is short of headroom + 40 (GRH) + MTU = " + std::to_string(room);
-			close();
-			return EINVAL;
-		}
-		mp_ = cfg.pool;
-	} else {
-		static std::atomic<unsigned> seq{0};
-		char mpname[RTE_MEMPOOL_NAMESIZE];
-		snprintf(mpname, sizeof(mpname), "rdgram_efa%u", seq.fetch_add(1));
-		if (room > UINT16_MAX) {
-			err_ = "MTU " + std::to_string(attr_.active_mtu) + " needs a data room over 65535: give a pool";
-			close();
-			return EINVAL;
-		}
-		mp_ = rte_pktmbuf_pool_create_by_ops(mpname, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
-						     RDGRAM_MEMPOOL_OPS);
-		if (mp_ == nullptr) {
-			const int e = rte_errno ? rte_errno : ENOMEM;
-			err_ = std::string("mempool: ") + rte_strerror(e);
-			close();
-			return e;
-		}
-		own_mp_ = true;
+	 * + the MTU (SRD posts 40 bytes in, the same size; drivers/common/ibv
+	 * device_pool). */
+	if (int e = ibv::device_pool(cfg.pool, cfg.nb_mbufs, attr_.active_mtu, socket, "rdgram_efa", &mp_, &own_mp_,
+				     &err_);
+	    e != 0) {
+		close();
+		return e;
 	}
 	if (int e = register_mempool(mp_); e != 0) {
 		close();

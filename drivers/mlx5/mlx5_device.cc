@@ -5,12 +5,9 @@
  */
 #include "mlx5_device.h"
 
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
-#include <rte_errno.h>
 #include <rte_mbuf.h>
 
 #include "ibv_device.h"
@@ -135,24 +132,11 @@ int mlx5_device::open(const mlx5_config &cfg)
 
 	const int socket = attr_.numa_node;
 	const uint32_t mtu = cfg.mtu != 0 && cfg.mtu < attr_.active_mtu ? cfg.mtu : attr_.active_mtu;
-	const uint32_t room = RTE_PKTMBUF_HEADROOM + grh_len + mtu;
-	if (cfg.pool != nullptr) {
-		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
-			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
-			       " is short of headroom + 40 (GRH) + MTU = " + std::to_string(room);
-			close();
-			return EINVAL;
-		}
-		mp_ = cfg.pool;
-	} else {
-		static std::atomic<unsigned> seq{0};
-		char mpname[RTE_MEMPOOL_NAMESIZE];
-		snprintf(mpname, sizeof(mpname), "rdgram_mlx5_%u", seq.fetch_add(1));
-		mp_ = rte_pktmbuf_pool_create_by_ops(mpname, cfg.nb_mbufs, 256, 0, uint16_t(room), socket,
-						     RDGRAM_MEMPOOL_OPS);
-		if (mp_ == nullptr)
-			return fail(rte_errno ? rte_errno : ENOMEM, "mempool");
-		own_mp_ = true;
+	/* The device's mempool (drivers/common/ibv device_pool). */
+	if (int e = ibv::device_pool(cfg.pool, cfg.nb_mbufs, mtu, socket, "rdgram_mlx5_", &mp_, &own_mp_, &err_);
+	    e != 0) {
+		close();
+		return e;
 	}
 	/* One MR per memory chunk of the pool (ibv_reg_mr(3)). */
 	if (int e = ibv::register_mempool(pd_, mp_, &mrs_, &mr_tab_, &err_); e != 0) {

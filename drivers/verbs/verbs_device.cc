@@ -3,12 +3,9 @@
  */
 #include "verbs_device.h"
 
-#include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 
-#include <rte_errno.h>
 #include <rte_mbuf.h>
 
 #include "ibv_device.h"
@@ -82,29 +79,12 @@ int verbs_device::open(const verbs_config &cfg)
 	}
 	live_.assign(attr_.max_ah, nullptr);
 	/* The device's mempool: a receive buffer is the 40-byte GRH area
-	 * + the MTU. */
-	const uint32_t room = RTE_PKTMBUF_HEADROOM + wire::grh_len + attr_.active_mtu;
-	if (cfg.pool != nullptr) {
-		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
-			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
-			       " is short of headroom + 40 (GRH) + MTU = " + std::to_string(room);
-			close();
-			return EINVAL;
-		}
-		mp_ = cfg.pool;
-	} else {
-		static std::atomic<unsigned> seq{0};
-		char name[RTE_MEMPOOL_NAMESIZE];
-		snprintf(name, sizeof(name), "rdgram_verbs%u", seq.fetch_add(1));
-		mp_ = rte_pktmbuf_pool_create_by_ops(name, cfg.nb_mbufs, 256, 0, uint16_t(room),
-						     attr_.numa_node, RDGRAM_MEMPOOL_OPS);
-		if (mp_ == nullptr) {
-			const int e = rte_errno ? rte_errno : ENOMEM;
-			err_ = std::string("mempool: ") + rte_strerror(e);
-			close();
-			return e;
-		}
-		own_mp_ = true;
+	 * + the MTU (drivers/common/ibv device_pool). */
+	if (int e = ibv::device_pool(cfg.pool, cfg.nb_mbufs, attr_.active_mtu, attr_.numa_node, "rdgram_verbs", &mp_,
+				     &own_mp_, &err_);
+	    e != 0) {
+		close();
+		return e;
 	}
 	if (int e = register_mempool(mp_); e != 0) {
 		close();

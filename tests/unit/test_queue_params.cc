@@ -29,6 +29,7 @@
 #include "rdgram/queue_params.h"
 #include "soft_device.h"
 #ifdef RDGRAM_TEST_VERBS
+#include "ibv_device.h"
 #include "verbs_device.h"
 #endif
 #ifdef RDGRAM_TEST_MLX5
@@ -235,6 +236,45 @@ TEST(QueueParams, SoftRefusesAGivenPoolTooSmall)
 }
 
 #ifdef RDGRAM_TEST_VERBS
+/* The pool policy verbs, mlx5 and EFA share (drivers/common/ibv
+ * device_pool): a given pool is kept when its room holds headroom + GRH +
+ * MTU and refused otherwise; without one, a pool of that room is made and
+ * the device owns it. */
+TEST(QueueParams, IbvDevicePoolKeepsTheCallersOrMakesItsOwn)
+{
+	const uint32_t mtu = 1024, room = RTE_PKTMBUF_HEADROOM + 40 + mtu;
+	rte_mempool *out = nullptr;
+	bool owned = true;
+	std::string why;
+	rte_mempool *small = rte_pktmbuf_pool_create("qp_ibv_small", 63, 0, 0, uint16_t(room - 1), SOCKET_ID_ANY);
+	ASSERT_NE(small, nullptr);
+	EXPECT_EQ(ibv::device_pool(small, 0, mtu, SOCKET_ID_ANY, "qp_ibv", &out, &owned, &why), EINVAL);
+	EXPECT_EQ(out, nullptr);
+	EXPECT_FALSE(owned);
+	EXPECT_NE(why.find("short of headroom + 40 (GRH) + MTU = " + std::to_string(room)), std::string::npos) << why;
+	rte_mempool_free(small);
+
+	rte_mempool *given = rte_pktmbuf_pool_create("qp_ibv_given", 63, 0, 0, uint16_t(room), SOCKET_ID_ANY);
+	ASSERT_NE(given, nullptr);
+	owned = true;
+	EXPECT_EQ(ibv::device_pool(given, 0, mtu, SOCKET_ID_ANY, "qp_ibv", &out, &owned, &why), 0) << why;
+	EXPECT_EQ(out, given);
+	EXPECT_FALSE(owned) << "the caller's pool stays the caller's";
+	rte_mempool_free(given);
+
+	/* 127 mbufs: small enough that the usual cache of 256 would be refused. */
+	EXPECT_EQ(ibv::device_pool(nullptr, 127, mtu, SOCKET_ID_ANY, "qp_ibv", &out, &owned, &why), 0) << why;
+	ASSERT_NE(out, nullptr);
+	EXPECT_TRUE(owned);
+	EXPECT_EQ(out->size, 127u);
+	EXPECT_EQ(rte_pktmbuf_data_room_size(out), room);
+	rte_mempool_free(out);
+
+	why.clear();
+	EXPECT_EQ(ibv::device_pool(nullptr, 127, 65536, SOCKET_ID_ANY, "qp_ibv", &out, &owned, &why), EINVAL);
+	EXPECT_NE(why.find("give a pool"), std::string::npos) << why;
+}
+
 TEST(QueueParams, VerbsRefusesBeforeTouchingADevice)
 {
 	verbs::verbs_device dev;

@@ -5,13 +5,19 @@
  */
 #include "ibv_device.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
 #include <endian.h>
 #include <hwloc/openfabrics-verbs.h>
+#include <rte_errno.h>
+#include <rte_mbuf.h>
 #include <rte_memory.h>
+
+#include "rdgram/tsan.h"
 
 namespace rdgram::ibv {
 
@@ -233,6 +239,43 @@ int register_mempool(ibv_pd *pd, rte_mempool *mp, std::vector<ibv_mr *> *mrs, lk
 	}
 	*map = m;
 	mrs->insert(mrs->end(), made.begin(), made.end());
+	return 0;
+}
+
+int device_pool(rte_mempool *given, uint32_t nb_mbufs, uint32_t mtu, int socket, const char *prefix,
+		rte_mempool **out, bool *owned, std::string *why)
+{
+	const uint32_t room = RTE_PKTMBUF_HEADROOM + 40 /* GRH */ + mtu;
+	*out = nullptr;
+	*owned = false;
+	if (given != nullptr) {
+		if (rte_pktmbuf_data_room_size(given) < room) {
+			*why = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(given)) +
+			       " is short of headroom + 40 (GRH) + MTU = " + std::to_string(room);
+			return EINVAL;
+		}
+		*out = given;
+		return 0;
+	}
+	if (room > UINT16_MAX) {
+		*why = "MTU " + std::to_string(mtu) + " needs a data room over 65535: give a pool";
+		return EINVAL;
+	}
+	static std::atomic<unsigned> seq{0};
+	char name[RTE_MEMPOOL_NAMESIZE];
+	snprintf(name, sizeof(name), "%s%u", prefix, seq.fetch_add(1));
+	/* A per-lcore cache of 256, smaller for a small pool: DPDK refuses a
+	 * cache over two thirds of the pool (EINVAL). */
+	const unsigned cache = std::min(256u, nb_mbufs * 2 / 3);
+	rte_mempool *mp = rte_pktmbuf_pool_create_by_ops(name, nb_mbufs, cache, 0, uint16_t(room), socket,
+							 RDGRAM_MEMPOOL_OPS);
+	if (mp == nullptr) {
+		const int e = rte_errno ? rte_errno : ENOMEM;
+		*why = std::string("mempool: ") + rte_strerror(e);
+		return e;
+	}
+	*out = mp;
+	*owned = true;
 	return 0;
 }
 

@@ -30,6 +30,10 @@
  *     (IBV_ACCESS_LOCAL_WRITE) per memory chunk of the mempool, all or
  *     nothing: on any failure every MR it made is deregistered and the
  *     lkey map is left as it was.
+ *   The device's receive pool (device_pool): the pool the config gives,
+ *     whose data room must hold headroom + the 40-byte GRH area + the MTU
+ *     (EINVAL otherwise), or one made at open of that room on the device's
+ *     NUMA node, which close frees.
  *   The lkey of a buffer (lkey_map, ibv_lkey_map.h): sorted, overlaps
  *     refused, bounds checked without overflow.
  *
@@ -101,6 +105,15 @@ int numa_node(ibv_device *dev, hwloc_topology_t topo, std::vector<unsigned> *cpu
  * map; ENOSPC: more chunks than lkey_map::max_chunks); then nothing was
  * added to either and the reason is in *why. */
 int register_mempool(ibv_pd *pd, rte_mempool *mp, std::vector<ibv_mr *> *mrs, lkey_map *map, std::string *why);
+
+/* The device's receive pool, the one policy of verbs, mlx5 and EFA: given
+ * (kept, *owned false) when its data room holds RTE_PKTMBUF_HEADROOM + 40
+ * (GRH) + mtu, EINVAL otherwise; else made here (*owned true: the caller
+ * frees it at close), nb_mbufs of that room on NUMA node socket, named
+ * <prefix><n>. 0 or an errno value (EINVAL: a room over 65535 bytes; the
+ * mempool's rte_errno), the reason in *why. */
+int device_pool(rte_mempool *given, uint32_t nb_mbufs, uint32_t mtu, int socket, const char *prefix,
+		rte_mempool **out, bool *owned, std::string *why);
 
 } // namespace rdgram::ibv
 
