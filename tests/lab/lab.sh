@@ -93,8 +93,10 @@ lab_init() {
 	LAB_INITRD=${LAB_CACHE:-/tmp/rdgram-lab-cache}/initrd-$LAB_KVER.cpio.gz
 	"$LAB_DIR/mkinitramfs.sh" "$LAB_KVER" "$LAB_INITRD" || lab_fail "could not build the guest's initramfs"
 	LAB_RUN=$(mktemp -d "/tmp/rdgram-lab-$name.XXXXXX")
-	LAB_NS=rdglab$$
-	LAB_TAP=rdgtap$$
+	# $BASHPID, not $$: labs started from subshells of one script at the
+	# same time (selftest.sh) each need their own namespace.
+	LAB_NS=rdglab$BASHPID
+	LAB_TAP=rdgtap$BASHPID
 	LAB_PIDS=()
 	LAB_QEMU=
 	LAB_KEEP_PATHS=()
