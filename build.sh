@@ -86,7 +86,12 @@ fi
 # left out: clang 14 crashes generating its check for
 # __builtin_assume_aligned. -latomic: clang calls libatomic for the AV's
 # 8-byte atomic word (soft_datapath.h, av_mac_word).
-asan_opts=(-Db_sanitize=address,undefined -Dbuildtype=plain -Doptimization=1 -Ddebug=false
+# -Dunity=on: each app and test target compiles its sources as one unit
+# of up to 8 (the archives librdgram takes whole stay per file,
+# dataplane/meson.build). The tree then built in 140 s instead of 180 on
+# this 2-vCPU machine, and a name two files of one target both defined
+# would fail its build.
+asan_opts=(-Db_sanitize=address,undefined -Dbuildtype=plain -Doptimization=1 -Ddebug=false -Dunity=on -Dunity_size=8
 	"-Dcpp_args=-g1 -fno-sanitize=alignment" "-Dc_args=-g1 -fno-sanitize=alignment"
 	-Dcpp_link_args=-latomic)
 tsan_opts=(-Db_sanitize=thread -Dbuildtype=debugoptimized)
