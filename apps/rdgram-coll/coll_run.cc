@@ -13,6 +13,7 @@
 #include <rte_cycles.h>
 
 #include "coll_job.h"
+#include "coll_rank_init.h"
 
 namespace rdgram::coll {
 
