@@ -15,6 +15,7 @@
 #include <rte_lcore.h>
 #include <rte_ring.h>
 
+#include "ah_attr.h"
 #include "ah_engine.h"
 #include "ah_host.h"
 #include "rdgram/config.h"
@@ -42,14 +43,7 @@ wire::gid addr_of(bool v6, uint8_t net, uint32_t host)
 
 ibv_ah_attr attr_to(const wire::gid &dst, uint32_t flow)
 {
-	ibv_ah_attr a{};
-	a.is_global = 1;
-	a.port_num = 1;
-	a.grh.sgid_index = 0;
-	a.grh.hop_limit = 64;
-	a.grh.flow_label = flow;
-	memcpy(a.grh.dgid.raw, dst.raw, 16);
-	return a;
+	return apps::gid_ah_attr(dst.raw, 0, 64, flow);
 }
 
 /* Destinations: static ones on 10.2/16 (fd02::), resolved ones on

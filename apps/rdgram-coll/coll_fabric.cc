@@ -13,6 +13,7 @@
 #include <rte_eth_ring.h>
 #include <rte_ethdev.h>
 
+#include "ah_attr.h"
 #include "port.h"
 
 namespace rdgram::coll {
@@ -145,13 +146,7 @@ void storm(local_rank &lr, const std::vector<rank_addr> &table)
 	std::vector<uint32_t> who;
 	for (const rank_addr &a : table)
 		if (a.rank != lr.rank) {
-			ibv_ah_attr at{};
-			at.is_global = 1;
-			at.port_num = 1;
-			at.grh.sgid_index = 0;
-			at.grh.hop_limit = 64;
-			memcpy(at.grh.dgid.raw, a.gid, 16);
-			attrs.push_back(at);
+			attrs.push_back(apps::gid_ah_attr(a.gid));
 			who.push_back(a.rank);
 		}
 	std::vector<ah_handle> hs(attrs.size(), ah_null);

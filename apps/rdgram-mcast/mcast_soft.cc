@@ -9,6 +9,7 @@
 
 #include <rte_ethdev.h>
 
+#include "ah_attr.h"
 #include "port.h"
 #include "rdgram/config.h"
 
@@ -107,12 +108,7 @@ int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &ma
 int soft_fabric::make_publisher(soft_node &n, const std::vector<wire::gid> &addrs)
 {
 	for (const auto &g : c_->groups) {
-		ibv_ah_attr a{};
-		a.is_global = 1;
-		a.port_num = 1;
-		a.grh.sgid_index = uint8_t(sgid_index_for(addrs, g));
-		a.grh.hop_limit = 8;
-		memcpy(a.grh.dgid.raw, g.raw, 16);
+		const ibv_ah_attr a = apps::gid_ah_attr(g.raw, uint8_t(sgid_index_for(addrs, g)), 8);
 		int err = 0;
 		ah_handle h = ah_null;
 		rt_->ctl().call([&] { h = n.dev.create_ah(a, &err); });

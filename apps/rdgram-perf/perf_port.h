@@ -16,6 +16,7 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 
+#include "ah_attr.h"
 #include "perf_tests.h"
 #include "port.h"
 #include "rdgram/config.h"
@@ -41,12 +42,7 @@ inline bool wait_link_up(uint16_t port, uint64_t deadline)
 inline int soft_ah(runtime &rt, soft::soft_device &dev, const wire::gid &dgid, const std::function<void()> &pump,
 	    uint64_t deadline, ah_handle *out, std::string *err)
 {
-	ibv_ah_attr a{};
-	a.is_global = 1;
-	a.port_num = 1;
-	a.grh.sgid_index = 0;
-	a.grh.hop_limit = 64;
-	memcpy(a.grh.dgid.raw, dgid.raw, 16);
+	const ibv_ah_attr a = apps::gid_ah_attr(dgid.raw);
 	int rc = 0;
 	for (;;) {
 		rt.ctl().call([&] { rc = dev.prepare_ah(a); });
