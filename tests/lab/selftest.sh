@@ -19,6 +19,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "this is not an initramfs" >"$tmp/bad-initrd"
 fail=0
+names=() pids=()
 # case_ NAME WANT [VAR=VALUE...]: runs a one-guest lab in a background
 # subshell with those settings; it must fail and say WANT in its FAIL line.
 # The four guests boot at the same time (each has its own namespace, run
@@ -38,6 +39,8 @@ case_() {
 		lab_start
 		lab_wait
 	) >"$tmp/$name.out" 2>&1 &
+	names+=("$name")
+	pids+=($!)
 }
 # check NAME: what case_ NAME left, once every guest has stopped.
 check() {
@@ -54,15 +57,10 @@ check() {
 	pgrep -f "qemu-system-x86_64.*$(basename "$(cat "$tmp/$name.run")")" >/dev/null &&
 		{ echo "FAIL: $name: QEMU left running"; fail=1; }
 }
-names=(no_boot bad_module script_fails hangs)
 case_ no_boot "did not boot" LAB_INITRD_OVERRIDE="$tmp/bad-initrd"
-pids=($!)
 case_ bad_module "module absent.ko did not load" LAB_INSMOD=/lib/modules/absent.ko
-pids+=($!)
 case_ script_fails "guest.sh exited 3" GUEST="exit 3"
-pids+=($!)
 case_ hangs "did not finish within 5 s" LAB_GUEST_TIMEOUT=5 GUEST="sleep 600"
-pids+=($!)
 # Each wait gives that subshell's exit status (each guest is bounded by
 # LAB_BOOT_TIMEOUT from the host).
 for i in "${!names[@]}"; do
