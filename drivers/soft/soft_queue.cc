@@ -59,6 +59,32 @@ int soft_queue::add_qp(uint32_t qpn, uint32_t qkey, bool privileged)
 	return 0;
 }
 
+int soft_queue::remove_qp(uint32_t qpn)
+{
+	unsigned qi = 0;
+	while (qi < nqp_ && qps_[qi].qpn != qpn)
+		qi++;
+	if (qi == nqp_)
+		return EINVAL;
+	/* Its groups go with it; the groups of the QPs after it follow their
+	 * QP down one index. */
+	unsigned k = 0;
+	for (unsigned i = 0; i < nmc_; i++) {
+		if (mc_[i].qi == qi)
+			continue;
+		mc_[k] = mc_[i];
+		mc_[k].qi -= mc_[k].qi > qi ? 1 : 0;
+		k++;
+	}
+	nmc_ = k;
+	for (unsigned i = qi; i + 1 < nqp_; i++)
+		qps_[i] = qps_[i + 1];
+	nqp_--;
+	if (sq_ >= nqp_)
+		sq_ = 0;
+	return 0;
+}
+
 int soft_queue::attach_mcast(uint32_t qpn, const wire::gid &g)
 {
 	if (!g.is_multicast())

@@ -93,6 +93,13 @@ public:
 	 * a less trusted party passes privileged = false. 0, ENOSPC or EPERM. */
 	int add_qp(uint32_t qpn, uint32_t qkey, bool privileged);
 	int add_qp(uint32_t qpn, uint32_t qkey) { return add_qp(qpn, qkey, true); }
+	/* Removes QP qpn (ibv_destroy_qp(3), or ibv_modify_qp(3) to RESET):
+	 * its datagrams are rx_unknown_qpn from then on, its multicast
+	 * attachments go, and the QPs after it move down one index (qp(i)
+	 * and select_send_qp indices change; the send QP index is reset to 0
+	 * when it no longer exists). (The owning poll thread, or while it
+	 * does not run.) 0; EINVAL: qpn is not a QP of this queue. */
+	int remove_qp(uint32_t qpn);
 	/* Multicast attachment, ibv_attach_mcast(3)/ibv_detach_mcast(3):
 	 * QP qpn of this queue receives RoCEv2 datagrams sent to group g (its
 	 * IPv4-mapped or IPv6 multicast GID) with the multicast DQPN 0xFFFFFF.

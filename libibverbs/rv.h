@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * rdgram's libibverbs.so.1: the verbs objects of a process whose verbs
+ * devices are soft-driver ports (docs/VERBS.md).
+ *
+ * One rv_device per [[port]]: a soft_device with one soft_queue. The queue
+ * is driven by whichever thread needs it (run to completion): ibv_post_send
+ * builds and hands frames to the port on the caller's thread, ibv_poll_cq
+ * with an empty CQ receives a burst on the caller's thread and sorts it into
+ * the CQs of the QPs it is for. The queue is not thread safe, so every use
+ * holds the device's data-path lock (dp): a spinlock, uncontended in the
+ * common case of one thread per device; a poller that finds it taken does
+ * not wait (the holder fills the CQs). CQs are rings with one producer at a
+ * time (the dp holder) and a consumer lock (verbs lets two threads poll one
+ * CQ).
+ *
+ * The service thread (rv_service.cc) does what no caller may be around
+ * for: the soft device's control work (ARP/ND, AH reclamation), and the
+ * port's receive path while a CQ is armed for an event, an ibv_create_ah
+ * waits for its neighbour, or no caller polled for a while (peers' ARP
+ * requests are answered even while the program sleeps).
+ */
+#ifndef RDGRAM_RV_H
+#define RDGRAM_RV_H
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <infiniband/verbs.h>
+#include <rte_spinlock.h>
+
+#include "rv_config.h"
+#include "soft_datapath.h"
+#include "soft_device.h"
+
+namespace rdgram::rv {
+
+struct rv_device;
+
+/* rdma-core's struct verbs_device (libibverbs/driver.h, the PRIVATE_34
+ * ABI): the providers' direct-verbs entry points (mlx5dv_is_supported,
+ * efadv_query_device, ...) read ops through it to tell their own devices
+ * from others. Ours points at rdgram's ops, so they answer "not mine". */
+struct verbs_device_ops_layout {
+	const char *name;
+	uint32_t match_min_abi_version, match_max_abi_version;
+	const void *match_table;
+	const void *static_providers;
+	void *fns[4];
+};
+struct verbs_device_layout {
+	ibv_device device; /* must be first */
+	const verbs_device_ops_layout *ops;
+	int refcount;
+	void *entry[2];
+	void *sysfs;
+	uint64_t core_support;
+};
+
+/* Completion channel: an eventfd in semaphore mode that counts the events
+ * in list (so poll/epoll on fd is readable exactly while an event waits),
+ * and the CQs those events are for. */
+struct rv_channel {
+	ibv_comp_channel ch; /* must be first */
+	std::mutex mu;
+	std::vector<struct rv_cq *> events;
+	int ncq = 0; /* CQs using it: destroy is EBUSY while any */
+};
+
+struct rv_cq {
+	ibv_cq cq; /* must be first */
+	rv_device *dev;
+	rv_channel *chan;
+	/* Ring of completions: produced under dev->dp, consumed under
+	 * poll_lock. */
+	ibv_wc *ring;
+	uint32_t mask;
+	std::atomic<uint32_t> head{0}, tail{0};
+	rte_spinlock_t poll_lock;
+	/* ibv_req_notify_cq: 0 disarmed, 1 next completion, 2 solicited. */
+	std::atomic<int> armed{0};
+	uint32_t events_reported = 0; /* under chan->mu */
+	uint64_t overruns = 0;        /* completions lost to a full CQ */
+};
+
+struct rv_mr {
+	ibv_mr mr; /* must be first */
+	uintptr_t lo, hi;
+};
+
+/* One posted receive. */
+struct rv_recv {
+	uint64_t wr_id;
+	uint32_t nsge;
+	ibv_sge sge[8];
+};
+inline constexpr uint32_t rv_max_recv_sge = 8;
+inline constexpr uint32_t rv_max_send_sge = 32;
+
+struct rv_qp {
+	ibv_qp qp; /* must be first */
+	rv_device *dev;
+	rv_cq *scq, *rcq;
+	ibv_qp_cap cap;
+	bool sq_sig_all;
+	uint32_t qkey = 0;
+	uint32_t sq_psn = 0;
+	uint16_t pkey_index = 0;
+	uint8_t port = 1;
+	int sidx = -1; /* its index in the soft queue's QP table; -1: none */
+	/* Receive queue: producers serialised by rq_lock, the consumer is
+	 * the dp holder. */
+	rv_recv *rq;
+	uint32_t rq_mask;
+	std::atomic<uint32_t> rq_head{0}, rq_tail{0};
+	rte_spinlock_t rq_lock;
+	std::vector<ibv_gid> mcast; /* attached groups (dp) */
+};
+
+struct rv_ah {
+	ibv_ah ah; /* must be first */
+	rv_device *dev;
+	ah_handle h;
+	bool loop; /* to one of the device's own GIDs: delivered in software */
+};
+
+/* Datagrams and completions the device dropped, by reason (counted under
+ * dp; printed at exit with RDGRAM_VERBS_STATS=1). */
+#define RV_DROPS(X)                                                                                    \
+	X(rx_no_qp, "received for a QP this process does not have (destroyed, or never created)")        \
+	X(rx_qp_not_ready, "received for a QP not yet in RTR (or in RESET/ERR)")                          \
+	X(rx_no_recv_wqe, "received while the QP had no receive posted (UD drops, IBA 9.8.3.1)")          \
+	X(rx_len_err, "receive buffers shorter than GRH + payload (IBV_WC_LOC_LEN_ERR)")                  \
+	X(cq_overrun, "completions lost to a full CQ")                                                    \
+	X(tx_port_full, "post_send refused: the port took nothing after retries (ENOMEM)")               \
+	X(tx_lkey_err, "send SGE outside any MR of its lkey (IBV_WC_LOC_PROT_ERR)")
+
+struct rv_drops {
+#define RV_FIELD(n, d) uint64_t n = 0;
+	RV_DROPS(RV_FIELD)
+#undef RV_FIELD
+};
+
+inline constexpr unsigned rv_max_mrs = 4096;
+
+struct rv_device {
+	verbs_device_layout vd; /* must be first: ibv_device */
+	rv_port_config cfg;
+	uint16_t port_id = 0;
+	bool probed = false;
+	rte_ether_addr mac{};
+	std::vector<wire::gid> gids; /* index = sgid_index; 0 is link-local */
+	uint64_t guid_be = 0;        /* EUI-64 of the MAC, network order */
+	ibv_mtu mtu_enum = IBV_MTU_1024;
+
+	soft::soft_device dev;
+	soft::soft_queue q;
+	bool queue_up = false;
+	rte_spinlock_t dp; /* the soft queue, qps[], CQ production */
+	std::mutex ctl;    /* soft_device control calls, qpn, mrs[] */
+	rv_qp *qps[soft::soft_queue::max_qps]{};
+	uint32_t next_qpn_serial = 2;
+	rv_mr *mrs[rv_max_mrs]{};
+	uint32_t mr_serial = 1;
+	std::atomic<uint64_t> last_poll{0}; /* TSC of the last receive burst */
+	std::atomic<int> armed_cqs{0};      /* CQs armed with a channel */
+	std::atomic<int> ah_waiters{0};     /* ibv_create_ah waiting for ARP/ND */
+	std::atomic<int> contexts{0};
+	rv_drops drops;
+	uint8_t gather[4096 + 64]; /* multi-SGE sends are gathered here (dp) */
+};
+
+struct rv_context {
+	rv_device *dev;
+	verbs_context v; /* its last member is the ibv_context handed out */
+};
+
+inline rv_context *ctx_of(ibv_context *c)
+{
+	return reinterpret_cast<rv_context *>(reinterpret_cast<char *>(c) - offsetof(rv_context, v) -
+					      offsetof(verbs_context, context));
+}
+inline rv_device *dev_of(ibv_context *c) { return ctx_of(c)->dev; }
+
+/* rv_device.cc: the process's devices (started once, by the first
+ * ibv_get_device_list). */
+struct rv_process {
+	std::mutex mu;
+	bool started = false;
+	int start_errno = 0;
+	std::vector<rv_device *> devs;
+};
+rv_process &process();
+/* Starts the EAL and opens every configured port (once); 0 or an errno. */
+int start();
+/* Prints "rdgram-verbs: <verb> is not offered (...)" the first time a
+ * process is refused a verb, then sets errno = e. */
+void refuse(const char *verb, const char *why, int e = EOPNOTSUPP);
+void logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* rv_service.cc: the service thread's loop (it returns when
+ * service_stop() is called) and the stop. */
+void service_run();
+void service_stop();
+/* rv_device.cc: the attributes the query verbs report. */
+void device_attr(const rv_device &d, ibv_device_attr &a);
+
+/* rv_datapath.cc: the ops in ibv_context_ops. */
+int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad);
+int post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad);
+int poll_cq(ibv_cq *cq, int n, ibv_wc *wc);
+int req_notify_cq(ibv_cq *cq, int solicited_only);
+/* One receive burst of d's port, sorted into CQs. (dp held.) */
+unsigned progress(rv_device &d);
+/* Completes every posted receive of qp with IBV_WC_WR_FLUSH_ERR (a QP in
+ * ERR, IBA 10.3.1). (dp held.) */
+void flush_recvs(rv_qp &qp);
+
+} // namespace rdgram::rv
+
+#endif

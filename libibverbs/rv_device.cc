@@ -1,0 +1,620 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * Devices: the EAL and the ports (started once per process by the first
+ * ibv_get_device_list), the device list, contexts and the query verbs.
+ */
+#include <cerrno>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+
+#include "port.h"
+#include "rdgram/config.h"
+#include "rv.h"
+#include "rv_api.h"
+
+#undef ibv_query_port
+
+namespace rdgram::rv {
+
+namespace {
+
+/* The ops every provider's verbs_device points at; ours only names
+ * rdgram (libibverbs' own functions never reach it). */
+const verbs_device_ops_layout rv_device_ops = {.name = "rdgram"};
+
+std::string cpu_list()
+{
+	cpu_set_t s;
+	if (sched_getaffinity(0, sizeof(s), &s) != 0)
+		return "0";
+	std::string out;
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &s)) {
+			if (!out.empty())
+				out += ',';
+			out += std::to_string(c);
+		}
+	return out.empty() ? "0" : out;
+}
+
+bool has_arg(const std::vector<std::string> &a, std::initializer_list<const char *> names)
+{
+	for (const auto &x : a)
+		for (const char *n : names)
+			if (x == n || x.rfind(std::string(n) + "=", 0) == 0)
+				return true;
+	return false;
+}
+
+/* The EAL's arguments: the config's, or these defaults, plus what lets
+ * several programs run side by side and leaves their threads alone. */
+std::vector<std::string> eal_args(const rv_config &c)
+{
+	std::vector<std::string> a{"rdgram-verbs"};
+	if (c.eal_args.empty())
+		a.insert(a.end(), {"--no-huge", "--no-pci", "-m", "256", "--no-telemetry", "--log-level=error"});
+	else
+		a.insert(a.end(), c.eal_args.begin(), c.eal_args.end());
+	/* The main lcore is the service thread; it floats over the CPUs the
+	 * process may use, as the program's own threads do (rte_eal_init
+	 * pins only the thread that calls it, and that is ours). */
+	if (!has_arg(a, {"-l", "-c", "--lcores"}))
+		a.insert(a.end(), {"--lcores", "0@(" + cpu_list() + ")"});
+	/* No shared configuration (nothing a secondary process could attach
+	 * to, no files), and a prefix of its own per process. */
+	if (!has_arg(a, {"--in-memory", "--no-shconf", "--proc-type"}))
+		a.push_back("--no-shconf");
+	if (!has_arg(a, {"--file-prefix"}))
+		a.push_back("--file-prefix=rdgram-verbs-" + std::to_string(getpid()));
+	return a;
+}
+
+wire::gid link_local(const rte_ether_addr &m)
+{
+	wire::gid g{};
+	g.raw[0] = 0xfe;
+	g.raw[1] = 0x80;
+	g.raw[8] = m.addr_bytes[0] ^ 0x02;
+	g.raw[9] = m.addr_bytes[1];
+	g.raw[10] = m.addr_bytes[2];
+	g.raw[11] = 0xff;
+	g.raw[12] = 0xfe;
+	g.raw[13] = m.addr_bytes[3];
+	g.raw[14] = m.addr_bytes[4];
+	g.raw[15] = m.addr_bytes[5];
+	return g;
+}
+
+ibv_mtu mtu_enum(uint32_t b)
+{
+	switch (b) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	default: return IBV_MTU_4096;
+	}
+}
+
+void close_port(rv_device &d)
+{
+	if (d.queue_up) {
+		d.dev.destroy_queue(d.q);
+		d.queue_up = false;
+	}
+	d.dev.close();
+	if (d.probed && rte_eth_dev_is_valid_port(d.port_id)) {
+		rte_eth_dev_stop(d.port_id);
+		rte_eth_dev_close(d.port_id);
+		rte_eth_dev_info info;
+		if (rte_eth_dev_info_get(d.port_id, &info) == 0 && info.device != nullptr)
+			rte_dev_remove(info.device);
+		d.probed = false;
+	}
+}
+
+/* Opens one [[port]]; 0 or an errno value with the reason printed. */
+int open_port(rv_device &d, unsigned index)
+{
+	const rv_port_config &pc = d.cfg;
+	std::string err;
+	if (int rc = apps::probe_port(pc.device, &d.port_id, &err, &d.probed); rc != 0) {
+		logf("port %s: %s", pc.name.c_str(), err.c_str());
+		return rc;
+	}
+	if (pc.set_mac)
+		d.mac = pc.mac;
+	else
+		rte_eth_macaddr_get(d.port_id, &d.mac);
+	/* The GID table as rxe lists a RoCE v2 port's: the link-local GID
+	 * from the MAC first, then the port's addresses. */
+	d.gids.push_back(link_local(d.mac));
+	for (const auto &a : pc.addresses)
+		if (!(a == d.gids[0]))
+			d.gids.push_back(a);
+	soft::soft_config sc(pc);
+	sc.port_id = d.port_id;
+	sc.set_mac = pc.set_mac;
+	sc.mac = d.mac;
+	sc.addresses = d.gids;
+	sc.nb_mbufs = pc.nb_mbufs;
+	for (const auto &n : pc.neighbours)
+		sc.neighbours.push_back({n.ip, n.mac});
+	/* An AH to one of our own GIDs is delivered in software
+	 * (post_send): its AV needs no ARP/ND. */
+	for (const auto &g : d.gids)
+		sc.neighbours.push_back({g, d.mac});
+	if (d.dev.open(sc) != 0) {
+		logf("port %s: %s", pc.name.c_str(), d.dev.error().c_str());
+		close_port(d);
+		return ENODEV;
+	}
+	if (d.dev.create_queue({.index = 0, .socket = rte_eth_dev_socket_id(d.port_id)}, d.q) != 0) {
+		logf("port %s: %s", pc.name.c_str(), d.dev.error().c_str());
+		close_port(d);
+		return ENODEV;
+	}
+	d.queue_up = true;
+	d.mtu_enum = mtu_enum(pc.mtu);
+	uint8_t eui[8];
+	memcpy(eui, d.gids[0].raw + 8, 8);
+	memcpy(&d.guid_be, eui, 8);
+
+	ibv_device &v = d.vd.device;
+	v.node_type = IBV_NODE_CA;
+	v.transport_type = IBV_TRANSPORT_IB;
+	snprintf(v.name, sizeof(v.name), "%s", pc.name.c_str());
+	snprintf(v.dev_name, sizeof(v.dev_name), "uverbs%u", index);
+	snprintf(v.dev_path, sizeof(v.dev_path), "/sys/class/infiniband_verbs/uverbs%u", index);
+	snprintf(v.ibdev_path, sizeof(v.ibdev_path), "/sys/class/infiniband/%s", pc.name.c_str());
+	d.vd.ops = &rv_device_ops;
+	rte_spinlock_init(&d.dp);
+	return 0;
+}
+
+struct starter {
+	std::mutex mu;
+	std::condition_variable cv;
+	bool done = false;
+	int rc = 0;
+};
+
+/* The service thread's start: the EAL (on this thread, so that only it
+ * is pinned), then the ports; then it serves (rv_service.cc). */
+void eal_thread(rv_config cfg, starter *st)
+{
+	std::vector<std::string> args = eal_args(cfg);
+	std::vector<char *> argv;
+	for (auto &a : args)
+		argv.push_back(a.data());
+	argv.push_back(nullptr);
+	int rc = 0;
+	if (rte_eal_init(int(args.size()), argv.data()) < 0) {
+		rc = rte_errno != 0 ? rte_errno : EINVAL;
+		logf("EAL: %s (arguments:%s)", rte_strerror(rc), [&] {
+			std::string s;
+			for (auto &a : args)
+				s += " " + a;
+			return s;
+		}().c_str());
+	}
+	rv_process &p = process();
+	if (rc == 0) {
+		for (size_t i = 0; i < cfg.ports.size(); i++) {
+			auto *d = new rv_device;
+			d->cfg = cfg.ports[i];
+			if (int e = open_port(*d, unsigned(i)); e != 0) {
+				rc = e;
+				delete d;
+				break;
+			}
+			p.devs.push_back(d);
+		}
+		if (rc != 0) {
+			/* All or nothing: nothing of a failed start is left
+			 * (memif sockets, af_packet sockets, pools). */
+			for (auto *d : p.devs) {
+				close_port(*d);
+				delete d;
+			}
+			p.devs.clear();
+		}
+	}
+	{
+		std::lock_guard<std::mutex> g(st->mu);
+		st->rc = rc;
+		st->done = true;
+	}
+	st->cv.notify_all();
+	if (rc == 0)
+		service_run();
+}
+
+std::thread svc_thread;
+
+} // namespace
+
+rv_process &process()
+{
+	static rv_process *p = new rv_process; /* never freed: used from destructors */
+	return *p;
+}
+
+void logf(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "rdgram-verbs: %s\n", buf);
+}
+
+void refuse(const char *verb, const char *why, int e)
+{
+	static std::atomic<bool> said{false};
+	if (!said.exchange(true))
+		logf("%s is not offered (%s); the program's own error path follows", verb, why);
+	errno = e;
+}
+
+int start()
+{
+	rv_process &p = process();
+	std::lock_guard<std::mutex> g(p.mu);
+	if (p.started)
+		return p.start_errno;
+	p.started = true;
+	const char *path = getenv(config_env);
+	if (path == nullptr || *path == '\0') {
+		logf("%s is not set: no devices (run the program under rdgram-verbs -c FILE)", config_env);
+		p.start_errno = ENODEV;
+		return p.start_errno;
+	}
+	rv_config cfg;
+	try {
+		cfg = load_config(path);
+	} catch (const std::exception &e) {
+		logf("%s", e.what());
+		p.start_errno = EINVAL;
+		return p.start_errno;
+	}
+	starter st;
+	svc_thread = std::thread(eal_thread, cfg, &st);
+	std::unique_lock<std::mutex> l(st.mu);
+	st.cv.wait(l, [&] { return st.done; });
+	if (st.rc != 0) {
+		l.unlock();
+		svc_thread.join();
+	}
+	p.start_errno = st.rc;
+	return st.rc;
+}
+
+void stop_all()
+{
+	rv_process &p = process();
+	std::lock_guard<std::mutex> g(p.mu);
+	if (!svc_thread.joinable())
+		return;
+	service_stop();
+	svc_thread.join();
+	for (auto *d : p.devs)
+		close_port(*d);
+	/* The EAL's runtime directory (/var/run/dpdk/<prefix>): empty with
+	 * --no-shconf, but DPDK 22.11 leaves the directory itself. */
+	const std::string run = rte_eal_get_runtime_dir();
+	rte_eal_cleanup();
+	rmdir(run.c_str());
+}
+
+/* Device attributes as ibv_query_device(3) reports them. */
+void device_attr(const rv_device &d, ibv_device_attr &a)
+{
+	memset(&a, 0, sizeof(a));
+	snprintf(a.fw_ver, sizeof(a.fw_ver), "rdgram 0.1");
+	a.node_guid = d.guid_be;
+	a.sys_image_guid = d.guid_be;
+	a.max_mr_size = ~0ull;
+	a.page_size_cap = 0xfffff000;
+	/* Neither Mellanox's nor Amazon's: perftest then takes the plain
+	 * verbs path. rxe's own vendor ID. */
+	a.vendor_id = 0xffffff;
+	a.vendor_part_id = 0;
+	a.hw_ver = 0;
+	a.max_qp = int(soft::soft_queue::max_qps);
+	a.max_qp_wr = 16384;
+	a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
+	a.max_sge = int(rv_max_send_sge);
+	a.max_sge_rd = 0;
+	a.max_cq = 16384;
+	a.max_cqe = 1 << 20;
+	a.max_mr = int(rv_max_mrs);
+	a.max_pd = 1 << 16;
+	a.max_qp_rd_atom = 0;
+	a.max_ee_rd_atom = 0;
+	a.max_res_rd_atom = 0;
+	a.max_qp_init_rd_atom = 0;
+	a.max_ee_init_rd_atom = 0;
+	a.atomic_cap = IBV_ATOMIC_NONE;
+	a.max_ah = int(d.cfg.max_ah);
+	a.max_mcast_grp = int(soft::soft_queue::max_mcast);
+	a.max_mcast_qp_attach = 1;
+	a.max_total_mcast_qp_attach = int(soft::soft_queue::max_mcast);
+	a.max_pkeys = 1;
+	a.local_ca_ack_delay = 15;
+	a.phys_port_cnt = 1;
+}
+
+void port_attr(const rv_device &d, ibv_port_attr &a)
+{
+	memset(&a, 0, sizeof(a));
+	a.state = IBV_PORT_ACTIVE;
+	a.max_mtu = d.mtu_enum;
+	a.active_mtu = d.mtu_enum;
+	a.gid_tbl_len = int(d.gids.size());
+	a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_DEVICE_MGMT_SUP | IBV_PORT_VENDOR_CLASS_SUP;
+	a.max_msg_sz = 1u << 31;
+	a.pkey_tbl_len = 1;
+	a.lid = 0;
+	a.sm_lid = 0;
+	a.max_vl_num = 1;
+	a.active_width = 2;                /* 4X */
+	a.active_speed = 32;               /* EDR: 4X EDR is 100 Gb/s */
+	a.phys_state = 5;                  /* LinkUp */
+	a.link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+} // namespace rdgram::rv
+
+using namespace rdgram::rv;
+
+__attribute__((destructor)) static void rv_fini()
+{
+	stop_all();
+}
+
+extern "C" {
+
+RV_EXPORT ibv_device **ibv_get_device_list(int *num)
+{
+	int rc = start();
+	rv_process &p = process();
+	size_t n = rc == 0 ? p.devs.size() : 0;
+	auto **l = static_cast<ibv_device **>(calloc(n + 1, sizeof(ibv_device *)));
+	if (l == nullptr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	for (size_t i = 0; i < n; i++)
+		l[i] = &p.devs[i]->vd.device;
+	if (num != nullptr)
+		*num = int(n);
+	if (rc != 0)
+		errno = rc;
+	return l;
+}
+RV_PIN(ibv_get_device_list);
+
+RV_EXPORT void ibv_free_device_list(ibv_device **list)
+{
+	free(list);
+}
+RV_PIN(ibv_free_device_list);
+
+RV_EXPORT const char *ibv_get_device_name(ibv_device *device)
+{
+	return device->name;
+}
+RV_PIN(ibv_get_device_name);
+
+RV_EXPORT __be64 ibv_get_device_guid(ibv_device *device)
+{
+	return reinterpret_cast<rv_device *>(device)->guid_be;
+}
+RV_PIN(ibv_get_device_guid);
+
+RV_EXPORT int ibv_get_device_index(ibv_device *device)
+{
+	rv_process &p = process();
+	for (size_t i = 0; i < p.devs.size(); i++)
+		if (&p.devs[i]->vd.device == device)
+			return int(i);
+	return -1;
+}
+
+RV_EXPORT ibv_context *ibv_open_device(ibv_device *device)
+{
+	auto *d = reinterpret_cast<rv_device *>(device);
+	auto *c = new (std::nothrow) rv_context{};
+	if (c == nullptr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	c->dev = d;
+	verbs_context &v = c->v;
+	v.sz = sizeof(verbs_context);
+	v.query_port = rv_query_port_ex;
+	v.query_device_ex = rv_query_device_ex;
+	v.create_qp_ex = rv_create_qp_ex;
+	ibv_context &ctx = v.context;
+	ctx.device = device;
+	ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	ctx.ops.poll_cq = poll_cq;
+	ctx.ops.req_notify_cq = req_notify_cq;
+	ctx.ops.post_send = post_send;
+	ctx.ops.post_recv = post_recv;
+	ctx.ops.post_srq_recv = rv_post_srq_recv;
+	ctx.ops.alloc_mw = rv_alloc_mw;
+	ctx.ops.bind_mw = rv_bind_mw;
+	ctx.ops.dealloc_mw = rv_dealloc_mw;
+	ctx.cmd_fd = -1;
+	/* The async event fd: an eventfd nothing writes yet (no async event
+	 * is raised), so a program's poll() on it waits as on a quiet HCA. */
+	ctx.async_fd = eventfd(0, EFD_CLOEXEC);
+	if (ctx.async_fd < 0) {
+		int e = errno;
+		delete c;
+		errno = e;
+		return nullptr;
+	}
+	ctx.num_comp_vectors = 1;
+	pthread_mutex_init(&ctx.mutex, nullptr);
+	d->contexts++;
+	return &ctx;
+}
+RV_PIN(ibv_open_device);
+
+RV_EXPORT int ibv_close_device(ibv_context *context)
+{
+	rv_context *c = ctx_of(context);
+	rv_device *d = c->dev;
+	/* Frames built but not yet taken by the port go now: nothing of
+	 * this context stays out of the pool. */
+	rte_spinlock_lock(&d->dp);
+	d->q.tx_flush();
+	rte_spinlock_unlock(&d->dp);
+	close(context->async_fd);
+	pthread_mutex_destroy(&context->mutex);
+	d->contexts--;
+	delete c;
+	return 0;
+}
+RV_PIN(ibv_close_device);
+
+RV_EXPORT int ibv_query_device(ibv_context *context, ibv_device_attr *attr)
+{
+	device_attr(*dev_of(context), *attr);
+	return 0;
+}
+RV_PIN(ibv_query_device);
+
+RV_EXPORT int ibv_query_port(ibv_context *context, uint8_t port_num, _compat_ibv_port_attr *attr)
+{
+	/* The exported compat symbol: the old, shorter struct. */
+	return rv_query_port_ex(context, port_num, reinterpret_cast<ibv_port_attr *>(attr),
+				offsetof(ibv_port_attr, port_cap_flags2));
+}
+RV_PIN(ibv_query_port);
+
+RV_EXPORT int ibv_query_gid(ibv_context *context, uint8_t port_num, int index, ibv_gid *gid)
+{
+	rv_device *d = dev_of(context);
+	if (port_num != 1 || index < 0 || size_t(index) >= d->gids.size()) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(gid->raw, d->gids[size_t(index)].raw, 16);
+	return 0;
+}
+RV_PIN(ibv_query_gid);
+
+RV_EXPORT int ibv_query_pkey(ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
+{
+	rv_device *d = dev_of(context);
+	if (port_num != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = htobe16(d->cfg.pkey);
+	return 0;
+}
+RV_PIN(ibv_query_pkey);
+
+RV_EXPORT int ibv_get_pkey_index(ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	rv_device *d = dev_of(context);
+	if (port_num != 1 || be16toh(pkey) != d->cfg.pkey) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+/* PRIVATE_34, used by ibv_devinfo: the GID type as sysfs names it
+ * (rdma-core's enum ibv_gid_type_sysfs: 0 IB/RoCE v1, 1 RoCE v2). */
+RV_EXPORT int ibv_query_gid_type(ibv_context *context, uint8_t port_num, unsigned int index, unsigned int *type)
+{
+	rv_device *d = dev_of(context);
+	if (port_num != 1 || index >= d->gids.size()) {
+		errno = EINVAL;
+		return -1;
+	}
+	*type = 1;
+	return 0;
+}
+
+static void fill_gid_entry(rv_device *d, uint32_t i, ibv_gid_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	memcpy(e->gid.raw, d->gids[i].raw, 16);
+	e->gid_index = i;
+	e->port_num = 1;
+	e->gid_type = IBV_GID_TYPE_ROCE_V2;
+	e->ndev_ifindex = 0;
+}
+
+RV_EXPORT int _ibv_query_gid_ex(ibv_context *context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry *entry,
+				uint32_t flags, size_t entry_size)
+{
+	rv_device *d = dev_of(context);
+	if (flags != 0 || entry_size < sizeof(ibv_gid_entry))
+		return EINVAL;
+	if (port_num != 1 || gid_index >= d->gids.size())
+		return ENODATA;
+	fill_gid_entry(d, gid_index, entry);
+	return 0;
+}
+
+RV_EXPORT ssize_t _ibv_query_gid_table(ibv_context *context, ibv_gid_entry *entries, size_t max_entries,
+				       uint32_t flags, size_t entry_size)
+{
+	rv_device *d = dev_of(context);
+	if (flags != 0 || entry_size < sizeof(ibv_gid_entry))
+		return -EINVAL;
+	if (max_entries < d->gids.size())
+		return -EINVAL;
+	for (uint32_t i = 0; i < d->gids.size(); i++)
+		fill_gid_entry(d, i, reinterpret_cast<ibv_gid_entry *>(reinterpret_cast<char *>(entries) + i * entry_size));
+	return ssize_t(d->gids.size());
+}
+
+} /* extern "C" */
+
+int rv_query_port_ex(ibv_context *context, uint8_t port_num, ibv_port_attr *attr, size_t len)
+{
+	if (port_num != 1)
+		return EINVAL;
+	ibv_port_attr a;
+	port_attr(*dev_of(context), a);
+	memcpy(attr, &a, std::min(len, sizeof(a)));
+	return 0;
+}
+
+int rv_query_device_ex(ibv_context *context, const ibv_query_device_ex_input *input, ibv_device_attr_ex *attr,
+		       size_t attr_size)
+{
+	if (input != nullptr && input->comp_mask != 0)
+		return EINVAL;
+	ibv_device_attr_ex a;
+	memset(&a, 0, sizeof(a));
+	device_attr(*dev_of(context), a.orig_attr);
+	a.max_dm_size = 0;
+	memcpy(attr, &a, std::min(attr_size, sizeof(a)));
+	return 0;
+}

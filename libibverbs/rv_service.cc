@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * The service thread: the EAL's main lcore, started with the devices
+ * (rv_device.cc). It is the soft devices' control thread (ARP/ND, AH slot
+ * reclamation: soft_device::poll under ctl), and it drives a port's receive
+ * path when no program thread does:
+ *   - a CQ is armed for an event (the program sleeps in ibv_get_cq_event or
+ *     poll(2)s the channel's fd): every wake_us, so an event reaches it
+ *     within tens of microseconds of its datagram;
+ *   - an ibv_create_ah waits for its neighbour;
+ *   - nobody received for idle_us (peers' ARP/ND requests are answered while
+ *     the program does something else).
+ * A program thread that polls keeps last_poll fresh and the service thread
+ * out of the way. Between rounds it sleeps: a system call, but never on a
+ * program's thread.
+ */
+#include <atomic>
+#include <ctime>
+
+#include <sys/prctl.h>
+
+#include <rte_cycles.h>
+
+#include "rv.h"
+
+namespace rdgram::rv {
+
+namespace {
+
+std::atomic<bool> stopping{false};
+
+constexpr uint64_t wake_us = 5;   /* round interval while a CQ is armed */
+constexpr uint64_t idle_us = 200; /* round interval otherwise, and the idle take-over */
+
+} // namespace
+
+void service_run()
+{
+	/* Sleeps of a few microseconds: the default 50 us timer slack would
+	 * make every one of them 50 us. */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
+	const uint64_t hz = rte_get_tsc_hz();
+	const uint64_t idle = hz * idle_us / 1000000;
+	rv_process &p = process();
+	while (!stopping.load(std::memory_order_acquire)) {
+		bool urgent = false;
+		const uint64_t now = rte_get_tsc_cycles();
+		for (rv_device *d : p.devs) {
+			{
+				std::lock_guard<std::mutex> g(d->ctl);
+				d->dev.poll(now);
+			}
+			const bool armed = d->armed_cqs.load(std::memory_order_relaxed) > 0;
+			const bool waiting = d->ah_waiters.load(std::memory_order_relaxed) > 0;
+			urgent |= armed || waiting;
+			if ((armed || waiting || now - d->last_poll.load(std::memory_order_relaxed) > idle) &&
+			    rte_spinlock_trylock(&d->dp)) {
+				while (progress(*d) == soft::soft_queue::max_burst)
+					;
+				rte_spinlock_unlock(&d->dp);
+			}
+		}
+		timespec ts{0, long((urgent ? wake_us : idle_us) * 1000)};
+		nanosleep(&ts, nullptr);
+	}
+}
+
+void service_stop()
+{
+	stopping.store(true, std::memory_order_release);
+}
+
+} // namespace rdgram::rv
