@@ -171,6 +171,10 @@ struct rv_device {
 	std::atomic<int> ah_waiters{0};     /* ibv_create_ah waiting for ARP/ND */
 	std::atomic<int> contexts{0};
 	rv_drops drops;
+	/* Channel events raised while dp was held, posted by dp_unlock. */
+	rv_cq *notify[256];
+	unsigned nnotify = 0;
+	std::atomic<int> events_in_flight{0};
 	uint8_t gather[4096 + 64]; /* multi-SGE sends are gathered here (dp) */
 };
 
@@ -202,6 +206,15 @@ int start();
 void refuse(const char *verb, const char *why, int e = EOPNOTSUPP);
 void logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* The data-path lock. Taken by spinning a little, then yielding the CPU:
+ * a program's threads and the service thread may share one CPU, and a
+ * holder preempted there would be spun against for a whole time slice.
+ * dp_unlock raises the channel events queued while it was held (queue_event)
+ * after releasing it: a thread woken by an event must not find dp held by
+ * the thread that woke it. (Any thread.) */
+void dp_lock(rv_device &d);
+bool dp_trylock(rv_device &d);
+void dp_unlock(rv_device &d);
 /* rv_service.cc: the service thread's loop (it returns when
  * service_stop() is called) and the stop. */
 void service_run();

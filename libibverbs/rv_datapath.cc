@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -36,6 +37,21 @@ inline bool cq_push(rv_device &d, rv_cq &cq, const ibv_wc &wc)
 	return true;
 }
 
+/* One event on cq's channel: listed, counted, and the eventfd's count
+ * raised (it wakes ibv_get_cq_event and poll(2) on the fd). */
+void post_event(rv_cq &cq)
+{
+	rv_channel *ch = cq.chan;
+	{
+		std::lock_guard<std::mutex> g(ch->mu);
+		ch->events.push_back(&cq);
+		cq.events_reported++;
+	}
+	const uint64_t one = 1;
+	ssize_t w = write(ch->ch.fd, &one, sizeof(one));
+	(void)w;
+}
+
 /* ibv_req_notify_cq(3): an armed CQ raises one event on its channel for
  * the next completion (solicited_only: the next solicited receive or error
  * completion), then is disarmed. (dp) */
@@ -47,15 +63,10 @@ inline void cq_notify(rv_device &d, rv_cq &cq, bool solicited)
 	if (!cq.armed.compare_exchange_strong(a, 0))
 		return;
 	d.armed_cqs--;
-	rv_channel *ch = cq.chan;
-	{
-		std::lock_guard<std::mutex> g(ch->mu);
-		ch->events.push_back(&cq);
-		cq.events_reported++;
-	}
-	const uint64_t one = 1;
-	ssize_t w = write(ch->ch.fd, &one, sizeof(one));
-	(void)w;
+	if (likely(d.nnotify < RTE_DIM(d.notify)))
+		d.notify[d.nnotify++] = &cq;
+	else
+		post_event(cq); /* more CQs armed than the list holds: now */
 }
 
 inline rv_qp *qp_by_num(rv_device &d, uint32_t qpn)
@@ -161,6 +172,39 @@ inline bool sge_ok(const rv_device &d, const ibv_sge &s)
 
 } // namespace
 
+void dp_lock(rv_device &d)
+{
+	for (unsigned i = 0; !rte_spinlock_trylock(&d.dp); i++) {
+		if (i < 128)
+			rte_pause();
+		else
+			sched_yield();
+	}
+}
+
+bool dp_trylock(rv_device &d)
+{
+	return rte_spinlock_trylock(&d.dp) != 0;
+}
+
+void dp_unlock(rv_device &d)
+{
+	const unsigned n = d.nnotify;
+	if (likely(n == 0)) {
+		rte_spinlock_unlock(&d.dp);
+		return;
+	}
+	rv_cq *ev[RTE_DIM(d.notify)];
+	memcpy(ev, d.notify, n * sizeof(ev[0]));
+	d.nnotify = 0;
+	/* ibv_destroy_cq waits for this to reach 0 before it frees a CQ. */
+	d.events_in_flight.fetch_add(1, std::memory_order_acq_rel);
+	rte_spinlock_unlock(&d.dp);
+	for (unsigned i = 0; i < n; i++)
+		post_event(*ev[i]);
+	d.events_in_flight.fetch_sub(1, std::memory_order_acq_rel);
+}
+
 void flush_recvs(rv_qp &qp)
 {
 	uint32_t t = qp.rq_tail.load(std::memory_order_relaxed);
@@ -197,9 +241,9 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 		return EINVAL;
 	}
 	const uint32_t mtu = d.cfg.mtu;
-	rte_spinlock_lock(&d.dp);
+	dp_lock(d);
 	if (unlikely(qp->sidx < 0)) {
-		rte_spinlock_unlock(&d.dp);
+		dp_unlock(d);
 		*bad = wr;
 		return EINVAL;
 	}
@@ -273,7 +317,7 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 		send_completion(d, *qp, *wr, IBV_WC_SUCCESS);
 	}
 	d.q.tx_flush();
-	rte_spinlock_unlock(&d.dp);
+	dp_unlock(d);
 	if (rc != 0)
 		*bad = wr;
 	return rc;
@@ -308,9 +352,9 @@ int post_recv(ibv_qp *q, ibv_recv_wr *wr, ibv_recv_wr **bad)
 	rte_spinlock_unlock(&qp->rq_lock);
 	if (unlikely(q->state == IBV_QPS_ERR)) {
 		/* A QP in ERR completes what is posted to it at once. */
-		rte_spinlock_lock(&qp->dev->dp);
+		dp_lock(*qp->dev);
 		flush_recvs(*qp);
-		rte_spinlock_unlock(&qp->dev->dp);
+		dp_unlock(*qp->dev);
 	}
 	if (rc != 0)
 		*bad = wr;
@@ -335,10 +379,10 @@ int poll_cq(ibv_cq *c, int n, ibv_wc *wc)
 		/* Empty: receive a burst. Whoever holds dp is doing it
 		 * already, and fills this CQ. */
 		rv_device &d = *cq->dev;
-		if (!rte_spinlock_trylock(&d.dp))
+		if (!dp_trylock(d))
 			break;
 		progress(d);
-		rte_spinlock_unlock(&d.dp);
+		dp_unlock(d);
 	}
 	rte_spinlock_unlock(&cq->poll_lock);
 	return got;

@@ -119,11 +119,12 @@ void close_port(rv_device &d)
 	}
 	d.dev.close();
 	if (d.probed && rte_eth_dev_is_valid_port(d.port_id)) {
+		rte_eth_dev_info info;
+		rte_device *rd = rte_eth_dev_info_get(d.port_id, &info) == 0 ? info.device : nullptr;
 		rte_eth_dev_stop(d.port_id);
 		rte_eth_dev_close(d.port_id);
-		rte_eth_dev_info info;
-		if (rte_eth_dev_info_get(d.port_id, &info) == 0 && info.device != nullptr)
-			rte_dev_remove(info.device);
+		if (rd != nullptr)
+			rte_dev_remove(rd);
 		d.probed = false;
 	}
 }
@@ -306,6 +307,22 @@ int start()
 	return st.rc;
 }
 
+/* RDGRAM_VERBS_STATS=1: every non-zero counter of each device at exit,
+ * the soft queue's (traffic, drops by reason) and the library's own. */
+void print_stats(rv_device &d)
+{
+	fprintf(stderr, "rdgram-verbs: %s counters:\n", d.cfg.name.c_str());
+	d.q.counters().for_each([](const xstat_name &n, uint64_t v) {
+		if (v != 0)
+			fprintf(stderr, "  %-24s %12llu  %s\n", n.name, (unsigned long long)v, n.desc);
+	});
+#define RV_PRINT(n, desc)                                                                              \
+	if (d.drops.n != 0)                                                                            \
+		fprintf(stderr, "  %-24s %12llu  %s\n", #n, (unsigned long long)d.drops.n, desc);
+	RV_DROPS(RV_PRINT)
+#undef RV_PRINT
+}
+
 void stop_all()
 {
 	rv_process &p = process();
@@ -314,8 +331,12 @@ void stop_all()
 		return;
 	service_stop();
 	svc_thread.join();
-	for (auto *d : p.devs)
+	const char *st = getenv("RDGRAM_VERBS_STATS");
+	for (auto *d : p.devs) {
+		if (st != nullptr && *st != '\0' && *st != '0')
+			print_stats(*d);
 		close_port(*d);
+	}
 	/* The EAL's runtime directory (/var/run/dpdk/<prefix>): empty with
 	 * --no-shconf, but DPDK 22.11 leaves the directory itself. */
 	const std::string run = rte_eal_get_runtime_dir();
@@ -486,9 +507,9 @@ RV_EXPORT int ibv_close_device(ibv_context *context)
 	rv_device *d = c->dev;
 	/* Frames built but not yet taken by the port go now: nothing of
 	 * this context stays out of the pool. */
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	d->q.tx_flush();
-	rte_spinlock_unlock(&d->dp);
+	dp_unlock(*d);
 	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
 	d->contexts--;

@@ -55,10 +55,10 @@ void service_run()
 			const bool waiting = d->ah_waiters.load(std::memory_order_relaxed) > 0;
 			urgent |= armed || waiting;
 			if ((armed || waiting || now - d->last_poll.load(std::memory_order_relaxed) > idle) &&
-			    rte_spinlock_trylock(&d->dp)) {
+			    dp_trylock(*d)) {
 				while (progress(*d) == soft::soft_queue::max_burst)
 					;
-				rte_spinlock_unlock(&d->dp);
+				dp_unlock(*d);
 			}
 		}
 		timespec ts{0, long((urgent ? wake_us : idle_us) * 1000)};

@@ -13,6 +13,7 @@
 #include <new>
 #include <thread>
 
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -210,9 +211,9 @@ RV_EXPORT int ibv_dereg_mr(ibv_mr *mr)
 	if (mr->handle >= rv_max_mrs || d->mrs[mr->handle] != reinterpret_cast<rv_mr *>(mr))
 		return EINVAL;
 	/* Sends in progress read the table under dp. */
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	d->mrs[mr->handle] = nullptr;
-	rte_spinlock_unlock(&d->dp);
+	dp_unlock(*d);
 	delete reinterpret_cast<rv_mr *>(mr);
 	return 0;
 }
@@ -334,15 +335,24 @@ RV_EXPORT int ibv_destroy_cq(ibv_cq *cq)
 {
 	auto *q = reinterpret_cast<rv_cq *>(cq);
 	rv_device *d = q->dev;
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	for (rv_qp *qp : d->qps)
 		if (qp != nullptr && (qp->scq == q || qp->rcq == q)) {
-			rte_spinlock_unlock(&d->dp);
+			dp_unlock(*d);
 			return EBUSY;
 		}
 	if (q->armed.exchange(0) != 0 && q->chan != nullptr)
 		d->armed_cqs--;
-	rte_spinlock_unlock(&d->dp);
+	/* Its events queued under dp and not yet posted go with it. */
+	unsigned k = 0;
+	for (unsigned i = 0; i < d->nnotify; i++)
+		if (d->notify[i] != q)
+			d->notify[k++] = d->notify[i];
+	d->nnotify = k;
+	dp_unlock(*d);
+	/* and those another thread is posting right now are waited for. */
+	while (d->events_in_flight.load(std::memory_order_acquire) != 0)
+		sched_yield();
 	uint32_t reported = 0;
 	if (q->chan != nullptr) {
 		/* Its events not yet read go with it (the kernel does the
@@ -432,12 +442,12 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 	pthread_cond_init(&qp->qp.cond, nullptr);
 	{
 		std::lock_guard<std::mutex> g(d->ctl);
-		rte_spinlock_lock(&d->dp);
+		dp_lock(*d);
 		unsigned slot = 0;
 		while (slot < soft::soft_queue::max_qps && d->qps[slot] != nullptr)
 			slot++;
 		if (slot == soft::soft_queue::max_qps) {
-			rte_spinlock_unlock(&d->dp);
+			dp_unlock(*d);
 			free(rq);
 			delete qp;
 			errno = ENOMEM;
@@ -449,7 +459,7 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 		if (qp->qp.qp_num < 8)
 			qp->qp.qp_num = (d->next_qpn_serial++ << 3 | slot) & 0xffffff;
 		d->qps[slot] = qp;
-		rte_spinlock_unlock(&d->dp);
+		dp_unlock(*d);
 	}
 	return &qp->qp;
 }
@@ -489,7 +499,7 @@ RV_EXPORT int ibv_modify_qp(ibv_qp *q, ibv_qp_attr *attr, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_QKEY) && (attr->qkey & soft::qkey_controlled) && !privileged())
 		return EPERM;
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	if (mask & IBV_QP_QKEY)
 		qp->qkey = attr->qkey;
 	if (mask & IBV_QP_PKEY_INDEX)
@@ -523,7 +533,7 @@ RV_EXPORT int ibv_modify_qp(ibv_qp *q, ibv_qp_attr *attr, int mask)
 	}
 	if (rc == 0)
 		q->state = next;
-	rte_spinlock_unlock(&d->dp);
+	dp_unlock(*d);
 	return rc;
 }
 RV_PIN(ibv_modify_qp);
@@ -564,14 +574,14 @@ RV_EXPORT int ibv_destroy_qp(ibv_qp *q)
 			memcpy(w.raw, gr.raw, 16);
 			d->dev.leave_mcast(w);
 		}
-		rte_spinlock_lock(&d->dp);
+		dp_lock(*d);
 		if (qp->sidx >= 0) {
 			d->q.remove_qp(q->qp_num);
 			qp->sidx = -1;
 		}
 		d->qps[q->qp_num & (soft::soft_queue::max_qps - 1)] = nullptr;
 		reindex(*d);
-		rte_spinlock_unlock(&d->dp);
+		dp_unlock(*d);
 	}
 	pthread_mutex_destroy(&q->mutex);
 	pthread_cond_destroy(&q->cond);
@@ -590,16 +600,16 @@ RV_EXPORT int ibv_attach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t)
 	if (!g.is_multicast())
 		return EINVAL;
 	std::lock_guard<std::mutex> lg(d->ctl);
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	int rc = qp->sidx < 0 ? EINVAL : d->q.attach_mcast(q->qp_num, g);
-	rte_spinlock_unlock(&d->dp);
+	dp_unlock(*d);
 	if (rc != 0)
 		return rc;
 	/* The IGMP/MLD report, as the kernel's IP stack sends it for rxe. */
 	if (int e = d->dev.join_mcast(g); e != 0 && e != ENOBUFS) {
-		rte_spinlock_lock(&d->dp);
+		dp_lock(*d);
 		d->q.detach_mcast(q->qp_num, g);
-		rte_spinlock_unlock(&d->dp);
+		dp_unlock(*d);
 		return e;
 	}
 	qp->mcast.push_back(*gid);
@@ -614,9 +624,9 @@ RV_EXPORT int ibv_detach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t)
 	wire::gid g;
 	memcpy(g.raw, gid->raw, 16);
 	std::lock_guard<std::mutex> lg(d->ctl);
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	int rc = d->q.detach_mcast(q->qp_num, g);
-	rte_spinlock_unlock(&d->dp);
+	dp_unlock(*d);
 	if (rc != 0)
 		return rc;
 	d->dev.leave_mcast(g);
@@ -665,9 +675,9 @@ RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr)
 		d->ah_waiters++;
 		while (rc == EINPROGRESS) {
 			g.unlock();
-			if (rte_spinlock_trylock(&d->dp)) {
+			if (dp_trylock(*d)) {
 				progress(*d);
-				rte_spinlock_unlock(&d->dp);
+				dp_unlock(*d);
 			}
 			std::this_thread::sleep_for(std::chrono::microseconds(20));
 			g.lock();
@@ -684,9 +694,9 @@ RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr)
 		return nullptr;
 	}
 	int err = 0;
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	ah->h = d->dev.create_ah(*attr, &err);
-	rte_spinlock_unlock(&d->dp);
+	dp_unlock(*d);
 	if (err != 0) {
 		delete ah;
 		errno = err;
@@ -710,9 +720,9 @@ RV_EXPORT int ibv_destroy_ah(ibv_ah *a)
 	std::lock_guard<std::mutex> g(d->ctl);
 	/* The slot is reused at once (no grace period: every reader of the
 	 * AH table holds dp). */
-	rte_spinlock_lock(&d->dp);
+	dp_lock(*d);
 	int rc = d->dev.destroy_ah(ah->h);
-	rte_spinlock_unlock(&d->dp);
+	dp_unlock(*d);
 	if (rc == 0)
 		delete ah;
 	return rc;
