@@ -118,6 +118,18 @@ struct rv_qp {
 	uint32_t rq_mask;
 	std::atomic<uint32_t> rq_head{0}, rq_tail{0};
 	rte_spinlock_t rq_lock;
+	/* Send queue: sends the port could not take at once, in order, each
+	 * with its payload already copied into an mbuf (the program may reuse
+	 * an inline buffer at once). Completed as the port takes them; full
+	 * at cap.max_send_wr: then ibv_post_send says ENOMEM. (dp) */
+	struct pending {
+		send_wr s;
+		uint64_t wr_id;
+		bool signaled;
+	};
+	pending *sq;
+	uint32_t sq_mask;
+	uint32_t sq_head = 0, sq_tail = 0;
 	std::vector<ibv_gid> mcast; /* attached groups (dp) */
 };
 
@@ -136,7 +148,8 @@ struct rv_ah {
 	X(rx_no_recv_wqe, "received while the QP had no receive posted (UD drops, IBA 9.8.3.1)")          \
 	X(rx_len_err, "receive buffers shorter than GRH + payload (IBV_WC_LOC_LEN_ERR)")                  \
 	X(cq_overrun, "completions lost to a full CQ")                                                    \
-	X(tx_port_full, "post_send refused: the port took nothing after retries (ENOMEM)")               \
+	X(tx_sq_full, "post_send refused: max_send_wr sends waiting for the port (ENOMEM)")             \
+	X(tx_no_mbuf, "post_send refused: no mbuf to hold a send the port could not take (ENOMEM)")    \
 	X(tx_lkey_err, "send SGE outside any MR of its lkey (IBV_WC_LOC_PROT_ERR)")
 
 struct rv_drops {
@@ -167,6 +180,7 @@ struct rv_device {
 	rv_mr *mrs[rv_max_mrs]{};
 	uint32_t mr_serial = 1;
 	std::atomic<uint64_t> last_poll{0}; /* TSC of the last receive burst */
+	std::atomic<uint32_t> backlog{0};   /* sends in the QPs' send queues */
 	std::atomic<int> armed_cqs{0};      /* CQs armed with a channel */
 	std::atomic<int> ah_waiters{0};     /* ibv_create_ah waiting for ARP/ND */
 	std::atomic<int> contexts{0};
@@ -229,6 +243,10 @@ int poll_cq(ibv_cq *cq, int n, ibv_wc *wc);
 int req_notify_cq(ibv_cq *cq, int solicited_only);
 /* One receive burst of d's port, sorted into CQs. (dp held.) */
 unsigned progress(rv_device &d);
+/* Drops qp's waiting sends: with IBV_WC_WR_FLUSH_ERR completions when
+ * complete (a QP moved to ERR), silently otherwise (RESET, destroy); their
+ * mbufs go back. (dp held.) */
+void flush_sends(rv_qp &qp, bool complete);
 /* Completes every posted receive of qp with IBV_WC_WR_FLUSH_ERR (a QP in
  * ERR, IBA 10.3.1). (dp held.) */
 void flush_recvs(rv_qp &qp);

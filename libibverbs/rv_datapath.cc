@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_memcpy.h>
 
 #include "rv.h"
 
@@ -129,17 +130,56 @@ void deliver(rv_device &d, const recv_wc &r)
 		cq_notify(d, *qp->rcq, (r.wc_flags & wc_solicited) != 0 || left != 0);
 }
 
-inline void send_completion(rv_device &d, rv_qp &qp, const ibv_send_wr &wr, ibv_wc_status status)
+inline void send_done(rv_device &d, rv_qp &qp, uint64_t wr_id, bool signaled, ibv_wc_status status)
 {
-	if (!qp.sq_sig_all && !(wr.send_flags & IBV_SEND_SIGNALED) && status == IBV_WC_SUCCESS)
+	if (!signaled && status == IBV_WC_SUCCESS)
 		return;
 	ibv_wc wc{};
-	wc.wr_id = wr.wr_id;
+	wc.wr_id = wr_id;
 	wc.status = status;
 	wc.opcode = IBV_WC_SEND;
 	wc.qp_num = qp.qp.qp_num;
 	if (cq_push(d, *qp.scq, wc))
 		cq_notify(d, *qp.scq, status != IBV_WC_SUCCESS);
+}
+
+inline bool signaled(const rv_qp &qp, const ibv_send_wr &wr)
+{
+	return qp.sq_sig_all || (wr.send_flags & IBV_SEND_SIGNALED);
+}
+
+inline void send_completion(rv_device &d, rv_qp &qp, const ibv_send_wr &wr, ibv_wc_status status)
+{
+	send_done(d, qp, wr.wr_id, signaled(qp, wr), status);
+}
+
+/* Hands qp's waiting sends to the port, in order, as far as it takes them;
+ * each taken one completes. true when the queue is empty after. (dp) */
+bool drain_sq(rv_device &d, rv_qp &qp)
+{
+	d.q.select_send_qp(unsigned(qp.sidx));
+	while (qp.sq_tail != qp.sq_head) {
+		send_wr b[soft::soft_queue::max_burst];
+		unsigned n = 0;
+		for (uint32_t t = qp.sq_tail; t != qp.sq_head && n < RTE_DIM(b); t++)
+			b[n++] = qp.sq[t & qp.sq_mask].s;
+		const unsigned k = d.q.tx_burst(b, uint16_t(n));
+		for (unsigned i = 0; i < k; i++) {
+			const rv_qp::pending &p = qp.sq[qp.sq_tail++ & qp.sq_mask];
+			send_done(d, qp, p.wr_id, p.signaled, IBV_WC_SUCCESS);
+		}
+		d.backlog.fetch_sub(k, std::memory_order_relaxed);
+		if (k < n)
+			return false;
+	}
+	return true;
+}
+
+void drain_backlog(rv_device &d)
+{
+	for (rv_qp *qp : d.qps)
+		if (qp != nullptr && qp->sq_tail != qp->sq_head && qp->sidx >= 0 && !drain_sq(d, *qp))
+			break;
 }
 
 /* Checks a WR before anything of it is sent: ibv_post_send(3)'s errors
@@ -221,8 +261,31 @@ void flush_recvs(rv_qp &qp)
 	qp.rq_tail.store(t, std::memory_order_release);
 }
 
+void flush_sends(rv_qp &qp, bool complete)
+{
+	rv_device &d = *qp.dev;
+	for (; qp.sq_tail != qp.sq_head; qp.sq_tail++) {
+		rv_qp::pending &p = qp.sq[qp.sq_tail & qp.sq_mask];
+		rte_pktmbuf_free(p.s.mbuf);
+		d.backlog.fetch_sub(1, std::memory_order_relaxed);
+		if (complete) {
+			ibv_wc wc{};
+			wc.wr_id = p.wr_id;
+			wc.status = IBV_WC_WR_FLUSH_ERR;
+			wc.opcode = IBV_WC_SEND;
+			wc.qp_num = qp.qp.qp_num;
+			if (cq_push(d, *qp.scq, wc))
+				cq_notify(d, *qp.scq, true);
+		}
+	}
+}
+
 unsigned progress(rv_device &d)
 {
+	if (unlikely(d.backlog.load(std::memory_order_relaxed) != 0)) {
+		d.q.tx_flush();
+		drain_backlog(d);
+	}
 	recv_wc wcs[soft::soft_queue::max_burst];
 	const unsigned n = d.q.rx_burst(wcs, soft::soft_queue::max_burst);
 	for (unsigned i = 0; i < n; i++)
@@ -299,23 +362,43 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 			send_completion(d, *qp, *wr, IBV_WC_SUCCESS);
 			continue;
 		}
-		unsigned tries = 0;
-		while (d.q.tx_burst(&s, 1) == 0) {
-			/* The port's ring is full: push the stash, and give up
-			 * after a while (the caller sees ENOMEM, as for a full
-			 * send queue, and retries). */
-			d.q.tx_flush();
-			if (++tries == 1000) {
-				d.drops.tx_port_full++;
-				rc = ENOMEM;
-				break;
-			}
-			rte_pause();
+		/* To the port now when nothing of this QP waits before it and
+		 * the port takes it (a full stash is pushed once first). */
+		if (qp->sq_head == qp->sq_tail &&
+		    (d.q.tx_burst(&s, 1) == 1 || (d.q.tx_flush(), d.q.tx_burst(&s, 1) == 1))) {
+			send_completion(d, *qp, *wr, IBV_WC_SUCCESS);
+			continue;
 		}
-		if (rc != 0)
+		/* Otherwise into the QP's send queue, the payload copied into
+		 * an mbuf: it completes when the port takes it. */
+		if (qp->sq_head - qp->sq_tail > qp->sq_mask) {
+			d.drops.tx_sq_full++;
+			rc = ENOMEM;
 			break;
-		send_completion(d, *qp, *wr, IBV_WC_SUCCESS);
+		}
+		rte_mbuf *m = rte_pktmbuf_alloc(d.dev.mempool());
+		if (unlikely(m == nullptr)) {
+			d.drops.tx_no_mbuf++;
+			rc = ENOMEM;
+			break;
+		}
+		void *dst = rte_pktmbuf_append(m, uint16_t(s.inline_len));
+		if (unlikely(dst == nullptr)) {
+			rte_pktmbuf_free(m);
+			d.drops.tx_no_mbuf++;
+			rc = ENOMEM;
+			break;
+		}
+		rte_memcpy(dst, s.inline_data, s.inline_len);
+		s.mbuf = m;
+		s.inline_data = nullptr;
+		s.inline_len = 0;
+		s.flags = uint16_t(s.flags & ~send_inline);
+		qp->sq[qp->sq_head++ & qp->sq_mask] = rv_qp::pending{s, wr->wr_id, signaled(*qp, *wr)};
+		d.backlog.fetch_add(1, std::memory_order_relaxed);
 	}
+	if (unlikely(qp->sq_head != qp->sq_tail))
+		drain_sq(d, *qp);
 	d.q.tx_flush();
 	dp_unlock(d);
 	if (rc != 0)

@@ -246,7 +246,10 @@ void eal_thread(rv_config cfg, starter *st)
 		service_run();
 }
 
-std::thread svc_thread;
+/* Never destroyed: a static std::thread still joinable when the C++
+ * runtime's exit handlers run (before this library's destructor) would
+ * call std::terminate. */
+std::thread &svc_thread = *new std::thread;
 
 } // namespace
 

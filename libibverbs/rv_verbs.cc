@@ -407,10 +407,13 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 	}
 	auto *qp = new (std::nothrow) rv_qp{};
 	const uint32_t rq_size = pow2_at_least(std::max(a->cap.max_recv_wr, 1u));
+	const uint32_t sq_size = pow2_at_least(std::max(a->cap.max_send_wr, 1u));
 	rv_recv *rq = static_cast<rv_recv *>(calloc(rq_size, sizeof(rv_recv)));
-	if (qp == nullptr || rq == nullptr) {
+	auto *sq = static_cast<rv_qp::pending *>(calloc(sq_size, sizeof(rv_qp::pending)));
+	if (qp == nullptr || rq == nullptr || sq == nullptr) {
 		delete qp;
 		free(rq);
+		free(sq);
 		errno = ENOMEM;
 		return nullptr;
 	}
@@ -419,10 +422,12 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 	qp->rcq = reinterpret_cast<rv_cq *>(a->recv_cq);
 	qp->rq = rq;
 	qp->rq_mask = rq_size - 1;
+	qp->sq = sq;
+	qp->sq_mask = sq_size - 1;
 	rte_spinlock_init(&qp->rq_lock);
 	/* What the QP really has, reported back as the man page says. */
 	a->cap.max_recv_wr = rq_size;
-	a->cap.max_send_wr = std::max(a->cap.max_send_wr, 1u);
+	a->cap.max_send_wr = sq_size;
 	a->cap.max_send_sge = std::max(a->cap.max_send_sge, 1u);
 	a->cap.max_recv_sge = std::max(a->cap.max_recv_sge, 1u);
 	/* Every send is copied at post time, so any payload up to the MTU
@@ -449,6 +454,7 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 		if (slot == soft::soft_queue::max_qps) {
 			dp_unlock(*d);
 			free(rq);
+			free(sq);
 			delete qp;
 			errno = ENOMEM;
 			return nullptr;
@@ -512,6 +518,7 @@ RV_EXPORT int ibv_modify_qp(ibv_qp *q, ibv_qp_attr *attr, int mask)
 	if (next == IBV_QPS_RESET) {
 		/* RESET discards the posted receives, without completions. */
 		qp->rq_tail.store(qp->rq_head.load(std::memory_order_acquire), std::memory_order_release);
+		flush_sends(*qp, false);
 		if (qp->sidx >= 0) {
 			d->q.remove_qp(q->qp_num);
 			reindex(*d);
@@ -519,6 +526,7 @@ RV_EXPORT int ibv_modify_qp(ibv_qp *q, ibv_qp_attr *attr, int mask)
 		qp->mcast.clear();
 	} else if (next == IBV_QPS_ERR) {
 		flush_recvs(*qp);
+		flush_sends(*qp, true);
 	}
 	if (next != IBV_QPS_RESET) {
 		if (qp->sidx < 0) {
@@ -575,6 +583,7 @@ RV_EXPORT int ibv_destroy_qp(ibv_qp *q)
 			d->dev.leave_mcast(w);
 		}
 		dp_lock(*d);
+		flush_sends(*qp, false);
 		if (qp->sidx >= 0) {
 			d->q.remove_qp(q->qp_num);
 			qp->sidx = -1;
@@ -586,6 +595,7 @@ RV_EXPORT int ibv_destroy_qp(ibv_qp *q)
 	pthread_mutex_destroy(&q->mutex);
 	pthread_cond_destroy(&q->cond);
 	free(qp->rq);
+	free(qp->sq);
 	delete qp;
 	return 0;
 }
