@@ -6,6 +6,10 @@
 // dispatch, in a native one on an AVX-512 host the first is the inlined
 // kernel.
 //
+// rdgram_kernel_<name> is each ICRC kernel this CPU runs, called by name
+// (crc32_ieee_k<K>), whatever crc32_select would choose: table, pclmul,
+// avx2 (256-bit VPCLMULQDQ) and avx512 side by side in one run.
+//
 // rte_net_crc_calc is run twice: with the handler selected in main()
 // (RTE_NET_CRC_AVX512, which DPDK falls back from to SSE42 if AVX-512 is not
 // built/usable) and with RTE_NET_CRC_SSE42 forced.
@@ -30,6 +34,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -55,6 +60,11 @@ rdgram::crc32_kernel g_queue_kernel = rdgram::crc32_kernel::table;
 struct RdgramQueue {
     static void setup() { g_queue_kernel = rdgram::crc32_select(); }
     static uint32_t crc(const uint8_t *p, size_t len) { return rdgram::crc32_ieee(g_queue_kernel, p, len); }
+};
+// One kernel by name (registered in main() only where the CPU runs it).
+template <rdgram::crc32_kernel K>
+struct RdgramKernel {
+    static uint32_t crc(const uint8_t *p, size_t len) { return rdgram::crc32_ieee_k<K>(p, len); }
 };
 struct RteNet {
     static uint32_t crc(const uint8_t *p, size_t len) {
@@ -172,6 +182,28 @@ int main(int argc, char **argv) {
     std::printf("TSC %.3f GHz, rdgram::crc32_ieee back end: %s, a queue's (crc32_select): %s\n",
                 static_cast<double>(rte_get_tsc_hz()) / 1e9, rdgram::crc32_ieee_backend(),
                 rdgram::crc32_kernel_name(rdgram::crc32_select()));
+
+    // Every kernel this CPU runs, by name (crc32_select(cap) at each level
+    // lists them, RDGRAM_CPU_MAX included), checked against zlib first.
+    std::vector<rdgram::crc32_kernel> kernels;
+    for (rdgram::cpu_isa cap : {rdgram::cpu_isa::avx512, rdgram::cpu_isa::avx2, rdgram::cpu_isa::sse,
+                                rdgram::cpu_isa::portable}) {
+        const rdgram::crc32_kernel k = rdgram::crc32_select(cap);
+        if (kernels.empty() || kernels.back() != k) kernels.push_back(k);
+    }
+    for (rdgram::crc32_kernel k : kernels) {
+        for (size_t len : {0, 1, 15, 64, 120, 128, 256, 1024, 4096})
+            if (rdgram::crc32_ieee(k, p, len) != Zlib::crc(p, len)) {
+                std::fprintf(stderr, "CRC mismatch: kernel %s len=%zu\n", rdgram::crc32_kernel_name(k), len);
+                return 1;
+            }
+        rdgram::crc32_with(k, [&](auto c) {
+            using K = RdgramKernel<decltype(c)::value>;
+            const std::string name = std::string("rdgram_kernel_") + rdgram::crc32_kernel_name(k);
+            benchmark::RegisterBenchmark((name + "/tput").c_str(), BM_tput<K>)->Apply(lengths);
+            benchmark::RegisterBenchmark((name + "/lat").c_str(), BM_lat<K>)->Apply(lengths);
+        });
+    }
 
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

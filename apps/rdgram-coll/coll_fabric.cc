@@ -80,7 +80,6 @@ int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank &lr
 	/* procs: net_af_xdp fills its fill queue (2048 descriptors) from
 	 * the pool at queue set-up, so the pool holds more than that. */
 	sc.nb_mbufs = fixed_mac ? 2047 : 4095;
-	sc.min_data_room = fixed_mac ? 0 : 2048; /* net_af_packet's frames, whatever --mtu says */
 	sc.rx_desc = sc.tx_desc = 512;
 	sc.mtu = c.mtu;
 	if (fixed_mac) {

@@ -3,16 +3,28 @@
  */
 #include "soft_device.h"
 
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_jhash.h>
+#include <rte_kvargs.h>
 #include <rte_mbuf.h>
+
+#include "rdgram/log.h"
 
 namespace rdgram::soft {
 
@@ -27,6 +39,106 @@ bool valid_ib_mtu(uint32_t m)
  * wait for their retransmission (out) or are dropped and counted (in). */
 constexpr unsigned ctl_ring_size = 1024;
 constexpr uint32_t no_neigh = UINT32_MAX;
+
+/* What a port's PMD asks of the receive buffers and frames, apart from what
+ * the MTU makes: a PMD may copy a whole ring slot into each mbuf whatever
+ * the frame in it, and a kernel-backed port may cut frames short. */
+struct port_limits {
+	std::string driver;               /* rte_eth_dev_info driver_name */
+	uint32_t rx_data = 0;             /* bytes past the headroom every RX mbuf must hold */
+	std::string rx_data_why;
+	uint32_t max_frame = UINT32_MAX;  /* longest Ethernet frame (no FCS) carried whole */
+	std::string max_frame_why;
+};
+
+/* The value of key in a port's devargs ("" when absent). */
+std::string devarg(const rte_devargs *da, const char *key)
+{
+	std::string v;
+	if (da == nullptr || da->args == nullptr)
+		return v;
+	if (rte_kvargs *kv = rte_kvargs_parse(da->args, nullptr); kv != nullptr) {
+		if (const char *s = rte_kvargs_get(kv, key); s != nullptr)
+			v = s;
+		rte_kvargs_free(kv);
+	}
+	return v;
+}
+
+/* The MTU of a kernel interface in this thread's network namespace
+ * (SIOCGIFMTU, netdevice(7)); 0 when it cannot be read. */
+uint32_t iface_mtu(const char *name)
+{
+	ifreq ifr{};
+	if (name == nullptr || strlen(name) >= sizeof(ifr.ifr_name))
+		return 0;
+	const int s = socket(AF_INET, SOCK_DGRAM, 0);
+	if (s < 0)
+		return 0;
+	memcpy(ifr.ifr_name, name, strlen(name));
+	const int rc = ioctl(s, SIOCGIFMTU, &ifr);
+	::close(s);
+	return rc == 0 && ifr.ifr_mtu > 0 ? uint32_t(ifr.ifr_mtu) : 0;
+}
+
+port_limits limits_of(uint16_t port)
+{
+	port_limits l;
+	rte_eth_dev_info di{};
+	if (rte_eth_dev_info_get(port, &di) != 0)
+		return l;
+	l.driver = di.driver_name != nullptr ? di.driver_name : "?";
+	/* rte_eth_rx_queue_setup refuses (EINVAL) a pool whose data room is
+	 * below RTE_PKTMBUF_HEADROOM + min_rx_bufsize. */
+	if (di.min_rx_bufsize > 0) {
+		l.rx_data = di.min_rx_bufsize;
+		l.rx_data_why = l.driver + "'s min_rx_bufsize";
+	}
+	if (l.driver == "net_af_xdp" && 2048 > l.rx_data) {
+		/* Its eth_rx_queue_setup, when built without
+		 * XDP_UMEM_UNALIGNED_CHUNK_FLAG, wants ETH_AF_XDP_FRAME_SIZE
+		 * (XSK_UMEM__DEFAULT_FRAME_SIZE, 2048) in every mbuf (ENOMEM
+		 * otherwise). */
+		l.rx_data = 2048;
+		l.rx_data_why = "net_af_xdp's 2048-byte umem frame";
+	}
+	if (l.driver == "net_af_packet") {
+		const rte_devargs *da = di.device != nullptr ? rte_dev_devargs(di.device) : nullptr;
+		/* DFLT_FRAME_SIZE unless framesz= (atoi, as the PMD reads it). */
+		const int given = atoi(devarg(da, "framesz").c_str());
+		const uint32_t fs = given > 0 ? uint32_t(given) : 2048;
+		/* Its eth_rx_queue_setup wants every mbuf to hold a whole ring
+		 * frame's data area, framesz less TPACKET2_HDRLEN -
+		 * sizeof(sockaddr_ll), and fails with ENOMEM otherwise ("2016
+		 * bytes will not fit in mbuf"). */
+		const uint32_t slot = uint32_t(TPACKET2_HDRLEN - sizeof(sockaddr_ll));
+		if (fs > slot && fs - slot > l.rx_data) {
+			l.rx_data = fs - slot;
+			l.rx_data_why = "net_af_packet's frame (framesz " + std::to_string(fs) + " less its " +
+					std::to_string(slot) + "-byte tpacket2 header)";
+		}
+		/* Linux tpacket_rcv (net/packet/af_packet.c) puts a TPACKET_V2
+		 * frame's MAC header at TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - 14
+		 * (66) and cuts what passes the end of the slot: longer frames
+		 * arrive truncated. */
+		const uint32_t macoff = uint32_t(TPACKET_ALIGN(TPACKET2_HDRLEN + 16) - RTE_ETHER_HDR_LEN);
+		if (fs > macoff) {
+			l.max_frame = fs - macoff;
+			l.max_frame_why = "net_af_packet's framesz " + std::to_string(fs) + " holds frames of " +
+					  std::to_string(l.max_frame) + " bytes (give framesz= and blocksz= a power of two above the frame + " +
+					  std::to_string(macoff) + ")";
+		}
+		/* The kernel drops what exceeds the interface MTU, sending
+		 * (tpacket_snd) and receiving (a veth: is_skb_forwardable). */
+		const std::string ifname = devarg(da, "iface");
+		if (const uint32_t m = iface_mtu(ifname.c_str()); m != 0 && m + RTE_ETHER_HDR_LEN < l.max_frame) {
+			l.max_frame = m + RTE_ETHER_HDR_LEN;
+			l.max_frame_why = "interface " + ifname + " has MTU " + std::to_string(m) +
+					  " (ip link set " + ifname + " mtu ...)";
+		}
+	}
+	return l;
+}
 
 void free_ring(rte_ring *&r)
 {
@@ -84,14 +196,29 @@ int soft_device::open(const soft_config &cfg)
 	const int socket = rte_eth_dev_socket_id(cfg.port_id) < 0 ? 0 : rte_eth_dev_socket_id(cfg.port_id);
 
 	char name[RTE_MEMPOOL_NAMESIZE];
-	/* Room for the largest frame: headers + MTU payload + pad + ICRC. */
+	/* Room for the largest frame (headers + MTU payload + pad + ICRC),
+	 * for what the caller asked (min_data_room), and for what the PMD
+	 * copies into each buffer: whichever is largest. */
+	const port_limits lim = limits_of(cfg.port_id);
 	uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::hdr_len_v6 + wire::immdt_len) + cfg.mtu + 8;
-	room = std::max(room, RTE_PKTMBUF_HEADROOM + std::min<uint32_t>(cfg.min_data_room, UINT16_MAX - RTE_PKTMBUF_HEADROOM));
+	std::string room_why = "the MTU's largest frame (headers + MTU + ICRC + pad)";
+	if (RTE_PKTMBUF_HEADROOM + uint64_t(cfg.min_data_room) > room) {
+		room = RTE_PKTMBUF_HEADROOM + cfg.min_data_room;
+		room_why = "min_data_room";
+	}
+	if (RTE_PKTMBUF_HEADROOM + uint64_t(lim.rx_data) > room) {
+		room = RTE_PKTMBUF_HEADROOM + lim.rx_data;
+		room_why = lim.rx_data_why;
+	}
+	if (room > UINT16_MAX) {
+		err_ = "mbuf data room " + std::to_string(room) + " (the headroom plus " + room_why +
+		       ") exceeds an mbuf's 65535";
+		return EINVAL;
+	}
 	if (cfg.pool != nullptr) {
 		if (rte_pktmbuf_data_room_size(cfg.pool) < room) {
 			err_ = "pool: data room " + std::to_string(rte_pktmbuf_data_room_size(cfg.pool)) +
-			       " is short of the " + std::to_string(room) +
-			       " the MTU (headroom + headers + MTU + ICRC) or min_data_room needs";
+			       " is short of " + std::to_string(room) + ", the headroom plus " + room_why;
 			return EINVAL;
 		}
 		mp_ = cfg.pool;
@@ -135,10 +262,27 @@ int soft_device::open(const soft_config &cfg)
 		if (rc == 0)
 			rc = rte_eth_tx_queue_setup(cfg.port_id, q, ntx, unsigned(socket), nullptr);
 		if (rc < 0) {
-			err_ = std::string("queue setup: ") + strerror(-rc);
+			err_ = "queue " + std::to_string(q) + " set-up on port " + std::to_string(cfg.port_id) + " (" +
+			       lim.driver + ", mbuf data room " + std::to_string(rte_pktmbuf_data_room_size(mp_)) +
+			       "): " + strerror(-rc) + " (the PMD's log says why)";
 			return -rc;
 		}
 	}
+	/* A port that cuts frames below the MTU's largest still carries the
+	 * shorter ones: say which datagrams it loses, once, and go on (the
+	 * default MTU, 4096, on a default net_af_packet is common and works
+	 * for small messages). */
+	bool any_v6 = false;
+	for (const auto &g : cfg.addresses)
+		any_v6 |= !g.is_v4_mapped();
+	const uint32_t hdr = uint32_t((any_v6 ? wire::hdr_len_v6 : wire::hdr_len_v4) + wire::icrc_len);
+	if (hdr + wire::immdt_len + cfg.mtu > lim.max_frame)
+		RDGRAM_LOG(soft, WARNING,
+			   "port %u: mtu %u makes frames of up to %u bytes, but %s: datagrams above %u bytes (%u with "
+			   "immediate data) are lost",
+			   cfg.port_id, cfg.mtu, hdr + uint32_t(wire::immdt_len) + cfg.mtu, lim.max_frame_why.c_str(),
+			   lim.max_frame > hdr ? lim.max_frame - hdr : 0,
+			   lim.max_frame > hdr + wire::immdt_len ? lim.max_frame - hdr - uint32_t(wire::immdt_len) : 0);
 	if (cfg.set_mac) {
 		rte_ether_addr m = cfg.mac;
 		rte_eth_dev_default_mac_addr_set(cfg.port_id, &m); /* best effort */

@@ -52,13 +52,17 @@ struct soft_config : soft_port_params {
 	/* The device's mempool (device.h): the port's receive buffers and
 	 * the neighbour frames. nullptr: open makes one of nb_mbufs on the
 	 * port's NUMA node and close frees it; given: the caller keeps it
-	 * (its data room must hold what the MTU and min_data_room need). */
+	 * (its data room must hold what the MTU, min_data_room and the PMD
+	 * need: open says which fell short, EINVAL). The data room open
+	 * gives its own pool is the largest of: headroom + the MTU's largest
+	 * frame; headroom + min_data_room; headroom + what the PMD copies
+	 * into each receive buffer (rte_eth_dev_info min_rx_bufsize; DPDK
+	 * 22.11's net_af_packet: its framesz, 2048 by default, less its
+	 * 32-byte tpacket2 header; net_af_xdp: its 2048-byte umem frame). */
 	rte_mempool *pool = nullptr;
 	uint32_t nb_mbufs = 8191;
-	/* Data room of every mbuf at least this (0: what the MTU needs): a
-	 * PMD may want larger RX buffers than the path MTU does (DPDK 22.11's
-	 * net_af_packet refuses buffers smaller than its frame size, 2048
-	 * bytes by default, less its 32-byte header). */
+	/* Data room of every mbuf at least this (0: what the MTU and the PMD
+	 * need). */
 	uint32_t min_data_room = 0;
 	rte_rcu_qsbr *qsbr = nullptr;   /* poll threads' QSBR (runtime::qsbr) */
 	/* NUMA nodes that host this port's poll threads (replica_nodes()):
@@ -78,7 +82,10 @@ public:
 
 	/* Configures and starts the port, creates the mempool (unless
 	 * cfg.pool), the AH table and the neighbour rings. (Main or control
-	 * thread.) 0 or an errno value; see error(). */
+	 * thread.) 0 or an errno value; see error(). A port that cuts frames
+	 * below the MTU's largest (net_af_packet: its framesz, or the
+	 * interface's MTU) opens with one WARNING naming the limit and the
+	 * largest payload that passes: larger datagrams are lost there. */
 	int open(const soft_config &cfg);
 	/* Stops the port and frees everything, frames still in the neighbour
 	 * rings included. No poll thread may use a queue and the device must

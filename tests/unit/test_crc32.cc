@@ -34,6 +34,10 @@ std::vector<Impl> impls() {
     if (rdgram::crc32_detail::cpu_has_pclmul())
         v.push_back({"pclmul", [](const void *b, size_t l) { return rdgram::crc32_detail::crc32_pclmul(b, l); }});
 #endif
+#if defined(RDGRAM_CRC32_HAVE_AVX2)
+    if (rdgram::crc32_detail::cpu_has_avx2())
+        v.push_back({"avx2", [](const void *b, size_t l) { return rdgram::crc32_detail::crc32_avx2(b, l); }});
+#endif
 #if defined(RDGRAM_CRC32_HAVE_AVX512)
     if (rdgram::crc32_detail::cpu_has_avx512())
         v.push_back({"avx512", [](const void *b, size_t l) { return rdgram::crc32_detail::crc32_avx512(b, l); }});
@@ -159,6 +163,7 @@ using rdgram::crc32_kernel;
 cpu_isa level_of(crc32_kernel k) {
     switch (k) {
     case crc32_kernel::avx512: return cpu_isa::avx512;
+    case crc32_kernel::avx2: return cpu_isa::avx2;
     case crc32_kernel::pclmul: return cpu_isa::sse;
     case crc32_kernel::table: break;
     }
@@ -192,7 +197,8 @@ TEST(CpuIsa, NamesRoundTrip) {
 }
 
 // crc32_select never answers above its cap, and below it takes the best the
-// CPU has: on this project's AVX-512 hosts all three kernels are reachable.
+// CPU has: on this project's AVX-512 + VPCLMULQDQ hosts all four kernels
+// are reachable (avx2 under a cap of avx2, as on a Zen 3).
 TEST(Crc32Dispatch, SelectFollowsCapAndCpu) {
     const cpu_isa max = rdgram::cpu_isa_max();
     for (cpu_isa cap : kLevels) {
@@ -204,8 +210,14 @@ TEST(Crc32Dispatch, SelectFollowsCapAndCpu) {
         const bool avx512 = rdgram::crc32_detail::cpu_has_avx512() && max >= cpu_isa::avx512;
         EXPECT_EQ(k == crc32_kernel::avx512, avx512 && cap >= cpu_isa::avx512);
 #endif
-#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
+#if defined(RDGRAM_CRC32_HAVE_AVX2)
         if (k != crc32_kernel::avx512) {
+            const bool avx2 = rdgram::crc32_detail::cpu_has_avx2() && max >= cpu_isa::avx2;
+            EXPECT_EQ(k == crc32_kernel::avx2, avx2 && cap >= cpu_isa::avx2);
+        }
+#endif
+#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
+        if (k != crc32_kernel::avx512 && k != crc32_kernel::avx2) {
             EXPECT_EQ(k == crc32_kernel::pclmul,
                       rdgram::crc32_detail::cpu_has_pclmul() && cap >= cpu_isa::sse && max >= cpu_isa::sse);
         }
@@ -214,7 +226,7 @@ TEST(Crc32Dispatch, SelectFollowsCapAndCpu) {
     EXPECT_EQ(rdgram::crc32_select(cpu_isa::portable), crc32_kernel::table);
     if (std::getenv("RDGRAM_CPU_MAX") == nullptr && rdgram::cpu_isa_of_cpu() >= cpu_isa::avx512 &&
         __builtin_cpu_supports("vpclmulqdq")) {
-        EXPECT_EQ(selectable_kernels().size(), 3u) << "an AVX-512 + VPCLMULQDQ CPU reaches every kernel";
+        EXPECT_EQ(selectable_kernels().size(), 4u) << "an AVX-512 + VPCLMULQDQ CPU reaches every kernel";
     }
 }
 

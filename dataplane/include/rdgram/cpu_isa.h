@@ -18,8 +18,8 @@
  *   sse       SSSE3, SSE4.1, SSE4.2 and PCLMULQDQ (128-bit kernels)
  *   avx2      AVX2 (256-bit)
  *   avx512    AVX-512 F, BW and VL (512-bit)
- * A kernel that needs more than its level (the AVX-512 ICRC needs
- * VPCLMULQDQ) checks that too (__builtin_cpu_supports).
+ * A kernel that needs more than its level (the AVX-512 and AVX2 ICRC
+ * kernels need VPCLMULQDQ) checks that too (__builtin_cpu_supports).
  *
  * RDGRAM_CPU_MAX=portable|sse|avx2|avx512 in the environment caps the
  * level for the whole process (read once, at the first cpu_isa_max()), as

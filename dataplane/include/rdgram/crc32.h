@@ -9,6 +9,9 @@
 // Back ends (x86-64, GCC/Clang):
 //   * avx512: 512-bit VPCLMULQDQ folding, masked loads for the ragged head
 //     (needs AVX512F/BW/VL + VPCLMULQDQ + PCLMUL).
+//   * avx2:   256-bit (VEX) VPCLMULQDQ folding, for CPUs that have the
+//     256-bit carry-less multiply but no AVX-512 (AMD Zen 3, Intel Alder
+//     Lake and later client cores) (needs AVX2 + VPCLMULQDQ + PCLMUL).
 //   * pclmul: 128-bit PCLMULQDQ folding (needs PCLMUL, SSSE3, SSE4.1).
 //   * table:  portable slicing-by-8 (every other target).
 // Selection: if the including TU is compiled with the ISA enabled
@@ -23,10 +26,11 @@
 // A data path chooses once per queue instead: crc32_select() at set-up,
 // then crc32_ieee(kernel, buf, len) (a switch on the queue's own field) or
 // crc32_with(kernel, f) (the kernel a compile-time constant in f, one
-// switch per burst).  Defining RDGRAM_CRC32_NO_AVX512 / RDGRAM_CRC32_NO_PCLMUL
-// before including removes the corresponding kernels.  All compiled kernels
-// are reachable as rdgram::crc32_detail::crc32_{table,pclmul,avx512}
-// (guarded by RDGRAM_CRC32_HAVE_{PCLMUL,AVX512} and cpu_has_{pclmul,avx512}())
+// switch per burst).  Defining RDGRAM_CRC32_NO_AVX512 / RDGRAM_CRC32_NO_AVX2
+// / RDGRAM_CRC32_NO_PCLMUL before including removes the corresponding
+// kernels.  All compiled kernels are reachable as
+// rdgram::crc32_detail::crc32_{table,pclmul,avx2,avx512} (guarded by
+// RDGRAM_CRC32_HAVE_{PCLMUL,AVX2,AVX512} and cpu_has_{pclmul,avx2,avx512}())
 // so a test can check each of them.
 //
 // Every function here is `static inline` on purpose: the body depends on the
@@ -67,8 +71,9 @@
 //    no dependency between blocks, latency = one multiply plus an xor tree.
 //    Buffers up to 512 bytes are done entirely this way (32 distances).
 // 3. Longer buffers run [WP]-Fold's parallel loop (4 accumulators; fold
-//    distance 512 bits for xmm, 2048 bits for 4 zmm) and then hand the
-//    accumulators and the last < 4 blocks/groups to step 2.
+//    distance 512 bits for xmm, 1024 bits for 4 ymm, 2048 bits for 4 zmm)
+//    and then hand the accumulators and the last < 4 blocks/groups to
+//    step 2.
 // 4. The xor Y (lane bits 0..95, poly(Y) = Z*x^32, Z == M'(x)*x^32 mod G,
 //    M' = message with pre-inversion) is reduced by ONE Barrett step taken
 //    from 96 bits instead of [WP]-Barrett's 64 (which removes [WP]'s
@@ -110,6 +115,13 @@
     defined(__AVX512VL__) && defined(__VPCLMULQDQ__)
 #define RDGRAM_CRC32_STATIC_AVX512 1
 #endif
+#endif
+#if !defined(RDGRAM_CRC32_NO_AVX2)
+#define RDGRAM_CRC32_HAVE_AVX2 1
+// VEX-encoded VPCLMULQDQ on ymm: the vpclmulqdq feature with AVX, no
+// AVX-512 (GCC's vpclmulqdqintrin.h gates _mm256_clmulepi64_epi128 on
+// "vpclmulqdq,avx").
+#define RDGRAM_CRC32_TARGET_AVX2 __attribute__((target("pclmul,ssse3,sse4.1,avx2,vpclmulqdq")))
 #endif
 #endif
 
@@ -329,6 +341,89 @@ RDGRAM_CRC32_TARGET_PCLMUL static inline uint32_t crc32_pclmul(const void *buf, 
     return ~barrett96(_mm_xor_si128(acc0, acc1));
 }
 
+#if defined(RDGRAM_CRC32_HAVE_AVX2)
+// ---------------------------------------------------------------------------
+// 256-bit VPCLMULQDQ path: the same math, 2 blocks (one "pair") per ymm.
+// Pairs are aligned to the END of the buffer as the blocks are; the first
+// pair holds the zero-padded block 0 and block 1, or, when the block count
+// is odd, a zero block and block 0 (a zero block contributes nothing).
+// AVX2 has no byte-masked load, so block 0 is built as in the pclmul path
+// (a 16-byte load at the start and a PSHUFB), which needs len >= 16.
+// ---------------------------------------------------------------------------
+// Lane-to-lane fold for 4 ymm accumulators (128 bytes): D = 1024,
+// lo * x^1056, hi * x^992 (kFoldY d=8 hi, d=7 lo).
+alignas(16) inline constexpr uint64_t kFold1024[2] = {0x1e88ef372, 0x14a7fe880};  // x^1056, x^992
+
+// Lanes for block distances 2m+1 (low lane: the earlier block) and 2m.
+RDGRAM_CRC32_TARGET_AVX2 static inline __m256i kfoldy_y(int m) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(&kFoldY[2 * (kFoldYMaxD - (2 * m + 1))]));
+}
+
+RDGRAM_CRC32_TARGET_AVX2 static inline __m256i fold_y(__m256i v, __m256i k) {
+    return _mm256_xor_si256(_mm256_clmulepi64_epi128(v, k, 0x00), _mm256_clmulepi64_epi128(v, k, 0x11));
+}
+
+RDGRAM_CRC32_TARGET_AVX2 static inline __m256i loadu_y(const void *p) {
+    return _mm256_loadu_si256(static_cast<const __m256i *>(p));
+}
+
+RDGRAM_CRC32_TARGET_AVX2 static inline uint32_t reduce_y(__m256i acc) {
+    return barrett96(_mm_xor_si128(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1)));
+}
+
+RDGRAM_CRC32_TARGET_AVX2 static inline uint32_t crc32_avx2(const void *buf, size_t len) {
+    const uint8_t *p = static_cast<const uint8_t *>(buf);
+    if (len < 16) return crc32_table(buf, len);
+
+    const size_t r = ((len - 1) & 15) + 1;  // bytes in the (zero-padded) block 0
+    const size_t n = (len + 15) >> 4;       // blocks
+    const size_t np = (n + 1) >> 1;         // pairs, including the head
+    __m128i b0 = _mm_xor_si128(loadu_x(p), _mm_cvtsi32_si128(-1));
+    b0 = _mm_shuffle_epi8(b0, loadu_x(kShiftRight + r));
+    const __m128i spill = loadu_x(kInitMask + 16 + r);  // init bytes beyond a short block 0
+    const uint8_t *q = p + r;
+    __m256i head, spill_y;  // spill_y: what the next pair loaded takes of the init
+    if (n & 1) {
+        head = _mm256_inserti128_si256(_mm256_setzero_si256(), b0, 1);
+        spill_y = _mm256_zextsi128_si256(spill);
+    } else {
+        head = _mm256_inserti128_si256(_mm256_castsi128_si256(b0), _mm_xor_si128(loadu_x(q), spill), 1);
+        spill_y = _mm256_setzero_si256();
+        q += 16;
+    }
+
+    if (np <= static_cast<size_t>(kFoldYMaxD + 1) / 2) {  // <= 512 bytes: direct
+        int m = static_cast<int>(np) - 1;
+        __m256i acc = fold_y(head, kfoldy_y(m));
+        if (--m >= 0) {
+            acc = _mm256_xor_si256(acc, fold_y(_mm256_xor_si256(loadu_y(q), spill_y), kfoldy_y(m)));
+            for (q += 32; --m >= 0; q += 32) acc = _mm256_xor_si256(acc, fold_y(loadu_y(q), kfoldy_y(m)));
+        }
+        return ~reduce_y(acc);
+    }
+
+    // Long: 4 ymm accumulators (128 bytes) folded by 1024 bits, then direct.
+    __m256i a0 = head;
+    __m256i a1 = _mm256_xor_si256(loadu_y(q), spill_y);
+    __m256i a2 = loadu_y(q + 32);
+    __m256i a3 = loadu_y(q + 64);
+    q += 96;
+    size_t rem = np - 4;
+    const __m256i kf = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i *>(kFold1024)));
+    for (; rem >= 4; rem -= 4, q += 128) {
+        a0 = _mm256_xor_si256(fold_y(a0, kf), loadu_y(q));
+        a1 = _mm256_xor_si256(fold_y(a1, kf), loadu_y(q + 32));
+        a2 = _mm256_xor_si256(fold_y(a2, kf), loadu_y(q + 64));
+        a3 = _mm256_xor_si256(fold_y(a3, kf), loadu_y(q + 96));
+    }
+    const int rr = static_cast<int>(rem);  // 0..3
+    __m256i acc = _mm256_xor_si256(fold_y(a0, kfoldy_y(rr + 3)), fold_y(a1, kfoldy_y(rr + 2)));
+    __m256i acc1 = _mm256_xor_si256(fold_y(a2, kfoldy_y(rr + 1)), fold_y(a3, kfoldy_y(rr)));
+    for (int m = rr - 1; m >= 0; --m, q += 32) acc = _mm256_xor_si256(acc, fold_y(loadu_y(q), kfoldy_y(m)));
+    return ~reduce_y(_mm256_xor_si256(acc, acc1));
+}
+#endif  // RDGRAM_CRC32_HAVE_AVX2
+
 #if defined(RDGRAM_CRC32_HAVE_AVX512)
 // GCC 12's AVX-512 intrinsics (shuffle/extract/cast) start from
 // _mm*_undefined_*() and trip a false -Wmaybe-uninitialized (GCC PR 105593).
@@ -435,6 +530,17 @@ static inline bool cpu_has_pclmul() {
 #endif
 }
 #endif
+#if defined(RDGRAM_CRC32_HAVE_AVX2)
+static inline bool cpu_has_avx2() {
+#if defined(__AVX2__) && defined(__VPCLMULQDQ__) && defined(RDGRAM_CRC32_STATIC_PCLMUL)
+    return true;
+#else
+    // AVX2 (reported only when the OS enabled the ymm state) plus the
+    // 256-bit carry-less multiply.
+    return cpu_isa_of_cpu() >= cpu_isa::avx2 && __builtin_cpu_supports("vpclmulqdq");
+#endif
+}
+#endif
 #if defined(RDGRAM_CRC32_HAVE_AVX512)
 static inline bool cpu_has_avx512() {
 #if defined(RDGRAM_CRC32_STATIC_AVX512)
@@ -452,11 +558,12 @@ static inline bool cpu_has_avx512() {
 // The back ends by name; every value may be passed to crc32_ieee(kernel,
 // ...), but only crc32_select's answer (or a kernel whose cpu_has_*() is
 // true) may run on this CPU.
-enum class crc32_kernel : uint8_t { table, pclmul, avx512 };
+enum class crc32_kernel : uint8_t { table, pclmul, avx2, avx512 };
 
 static inline const char *crc32_kernel_name(crc32_kernel k) {
     switch (k) {
     case crc32_kernel::avx512: return "avx512";
+    case crc32_kernel::avx2: return "avx2";
     case crc32_kernel::pclmul: return "pclmul";
     case crc32_kernel::table: break;
     }
@@ -465,12 +572,16 @@ static inline const char *crc32_kernel_name(crc32_kernel k) {
 
 // The fastest kernel compiled in that this CPU runs, at a level of at most
 // cap and of cpu_isa_max() (RDGRAM_CPU_MAX): avx512 needs cpu_isa::avx512
-// and VPCLMULQDQ, pclmul cpu_isa::sse.  A few __builtin_cpu_supports
-// loads: call it at set-up, keep the answer.  (Any thread.)
+// and VPCLMULQDQ, avx2 cpu_isa::avx2 and VPCLMULQDQ, pclmul cpu_isa::sse.
+// A few __builtin_cpu_supports loads: call it at set-up, keep the answer.
+// (Any thread.)
 static inline crc32_kernel crc32_select(cpu_isa cap = cpu_isa::avx512) {
     cap = cpu_isa_min(cap, cpu_isa_max());
 #if defined(RDGRAM_CRC32_HAVE_AVX512)
     if (cap >= cpu_isa::avx512 && crc32_detail::cpu_has_avx512()) return crc32_kernel::avx512;
+#endif
+#if defined(RDGRAM_CRC32_HAVE_AVX2)
+    if (cap >= cpu_isa::avx2 && crc32_detail::cpu_has_avx2()) return crc32_kernel::avx2;
 #endif
 #if defined(RDGRAM_CRC32_HAVE_PCLMUL)
     if (cap >= cpu_isa::sse && crc32_detail::cpu_has_pclmul()) return crc32_kernel::pclmul;
@@ -485,6 +596,9 @@ static inline uint32_t crc32_ieee_k(const void *buf, size_t len) {
 #if defined(RDGRAM_CRC32_HAVE_AVX512)
     if constexpr (K == crc32_kernel::avx512) return crc32_detail::crc32_avx512(buf, len);
 #endif
+#if defined(RDGRAM_CRC32_HAVE_AVX2)
+    if constexpr (K == crc32_kernel::avx512 || K == crc32_kernel::avx2) return crc32_detail::crc32_avx2(buf, len);
+#endif
 #if defined(RDGRAM_CRC32_HAVE_PCLMUL)
     if constexpr (K != crc32_kernel::table) return crc32_detail::crc32_pclmul(buf, len);
 #endif
@@ -498,6 +612,7 @@ template <class F>
 static inline decltype(auto) crc32_with(crc32_kernel k, F &&f) {
     switch (k) {
     case crc32_kernel::avx512: return f(std::integral_constant<crc32_kernel, crc32_kernel::avx512>{});
+    case crc32_kernel::avx2: return f(std::integral_constant<crc32_kernel, crc32_kernel::avx2>{});
     case crc32_kernel::pclmul: return f(std::integral_constant<crc32_kernel, crc32_kernel::pclmul>{});
     case crc32_kernel::table: break;
     }
@@ -530,6 +645,7 @@ static inline const char *crc32_ieee_backend() {
 #else
     switch (crc32_select()) {
     case crc32_kernel::avx512: return RDGRAM_CRC32_STATIC_AVX512_NAME;
+    case crc32_kernel::avx2: return "avx2 (runtime dispatch)";
     case crc32_kernel::pclmul: return RDGRAM_CRC32_STATIC_PCLMUL_NAME;
     case crc32_kernel::table: break;
     }
