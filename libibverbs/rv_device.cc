@@ -14,7 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include <dirent.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -63,11 +65,35 @@ bool has_arg(const std::vector<std::string> &a, std::initializer_list<const char
 
 /* The EAL's arguments: the config's, or these defaults, plus what lets
  * several programs run side by side and leaves their threads alone. */
+/* The EAL's runtime directories of rdgram-verbs processes that are gone
+ * (killed before their exit could remove them): empty with --no-shconf,
+ * but one per killed process would pile up. */
+void remove_stale_runtime_dirs()
+{
+	const char *base = geteuid() == 0 ? "/var/run/dpdk" : getenv("XDG_RUNTIME_DIR");
+	if (base == nullptr)
+		return;
+	DIR *dir = opendir(base);
+	if (dir == nullptr)
+		return;
+	const std::string pfx = "rdgram-verbs-";
+	while (dirent *e = readdir(dir)) {
+		const std::string n = e->d_name;
+		if (n.rfind(pfx, 0) != 0)
+			continue;
+		char *end;
+		const long pid = strtol(n.c_str() + pfx.size(), &end, 10);
+		if (*end != '\0' || pid <= 0 || (kill(pid_t(pid), 0) != 0 && errno == ESRCH))
+			rmdir((std::string(base) + "/" + n).c_str());
+	}
+	closedir(dir);
+}
+
 std::vector<std::string> eal_args(const rv_config &c)
 {
 	std::vector<std::string> a{"rdgram-verbs"};
 	if (c.eal_args.empty())
-		a.insert(a.end(), {"--no-huge", "--no-pci", "-m", "256", "--no-telemetry", "--log-level=error"});
+		a.insert(a.end(), {"--no-huge", "--no-pci", "-m", "256", "--no-telemetry", "--log-level=critical"});
 	else
 		a.insert(a.end(), c.eal_args.begin(), c.eal_args.end());
 	/* The main lcore is the service thread; it floats over the CPUs the
@@ -161,7 +187,12 @@ int open_port(rv_device &d, unsigned index)
 	for (const auto &g : d.gids)
 		sc.neighbours.push_back({g, d.mac});
 	if (d.dev.open(sc) != 0) {
-		logf("port %s: %s", pc.name.c_str(), d.dev.error().c_str());
+		/* DPDK's net_memif fails a client's start while no server
+		 * listens on its socket, with EPERM. */
+		const bool memif_client = pc.device.rfind("net_memif", 0) == 0 &&
+					  pc.device.find("role=server") == std::string::npos;
+		logf("port %s: %s%s", pc.name.c_str(), d.dev.error().c_str(),
+		     memif_client ? " (a memif client needs its server end running: start that program first)" : "");
 		close_port(d);
 		return ENODEV;
 	}
@@ -199,6 +230,7 @@ struct starter {
  * is pinned), then the ports; then it serves (rv_service.cc). */
 void eal_thread(rv_config cfg, starter *st)
 {
+	remove_stale_runtime_dirs();
 	std::vector<std::string> args = eal_args(cfg);
 	std::vector<char *> argv;
 	for (auto &a : args)
@@ -228,12 +260,16 @@ void eal_thread(rv_config cfg, starter *st)
 		}
 		if (rc != 0) {
 			/* All or nothing: nothing of a failed start is left
-			 * (memif sockets, af_packet sockets, pools). */
+			 * (memif sockets, af_packet sockets, pools, the EAL's
+			 * runtime directory). */
 			for (auto *d : p.devs) {
 				close_port(*d);
 				delete d;
 			}
 			p.devs.clear();
+			const std::string run = rte_eal_get_runtime_dir();
+			rte_eal_cleanup();
+			rmdir(run.c_str());
 		}
 	}
 	{

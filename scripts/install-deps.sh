@@ -34,6 +34,7 @@ PKGS=(
 	man-db groff-base              # tests/install: man -l renders the man pages
 	clang libclang-rt-dev llvm     # fuzz/: clang, libFuzzer+ASan runtimes, llvm-symbolizer
 	libpmix-dev openmpi-bin        # rdgram-coll's PMIx bootstrap; mpirun (its PMIx server) in the tests
+	ibverbs-utils perftest python3-pyverbs # tests/verbs: unmodified verbs programs on rdgram-verbs
 )
 if [[ $set_name == lab ]]; then
 	PKGS=(
