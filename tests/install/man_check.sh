@@ -12,9 +12,12 @@ if [[ -n $out ]]; then
 	echo "$out"
 	exit 1
 fi
-# And it has the sections of rdma-core's pages.
+# And it has the sections of rdma-core's pages (a command's, man1: its exit
+# status where a function has its return value).
 text=$(MANWIDTH=80 man -l -Tutf8 "$page" 2>/dev/null | sed "s/.\x08//g")
-for s in NAME SYNOPSIS DESCRIPTION "RETURN VALUE" "SEE ALSO"; do
+result="RETURN VALUE"
+[[ $page == *.1 ]] && result="EXIT STATUS"
+for s in NAME SYNOPSIS DESCRIPTION "$result" "SEE ALSO"; do
 	grep -q "^$s" <<<"$text" || { echo "FAIL: $page has no $s section"; exit 1; }
 done
 echo "PASS: $page"
