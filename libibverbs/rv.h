@@ -181,6 +181,7 @@ struct rv_device {
 	uint32_t mr_serial = 1;
 	std::atomic<uint64_t> last_poll{0}; /* TSC of the last receive burst */
 	std::atomic<uint32_t> backlog{0};   /* sends in the QPs' send queues */
+	std::atomic<bool> tx_staged{false}; /* frames in the soft queue's stash */
 	std::atomic<int> armed_cqs{0};      /* CQs armed with a channel */
 	std::atomic<int> ah_waiters{0};     /* ibv_create_ah waiting for ARP/ND */
 	std::atomic<int> contexts{0};

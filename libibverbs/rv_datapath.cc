@@ -291,6 +291,8 @@ unsigned progress(rv_device &d)
 	for (unsigned i = 0; i < n; i++)
 		deliver(d, wcs[i]);
 	d.q.tx_flush();
+	if (d.q.tx_pending() == 0)
+		d.tx_staged.store(false, std::memory_order_relaxed);
 	d.last_poll.store(rte_get_tsc_cycles(), std::memory_order_relaxed);
 	return n;
 }
@@ -362,10 +364,10 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 			send_completion(d, *qp, *wr, IBV_WC_SUCCESS);
 			continue;
 		}
-		/* To the port now when nothing of this QP waits before it and
-		 * the port takes it (a full stash is pushed once first). */
-		if (qp->sq_head == qp->sq_tail &&
-		    (d.q.tx_burst(&s, 1) == 1 || (d.q.tx_flush(), d.q.tx_burst(&s, 1) == 1))) {
+		/* Built now, into the soft queue's stash, when nothing of this
+		 * QP waits before it and the stash has room (a stash without
+		 * room for a burst is pushed to the port first). */
+		if (qp->sq_head == qp->sq_tail && d.q.tx_stage(&s, 1) == 1) {
 			send_completion(d, *qp, *wr, IBV_WC_SUCCESS);
 			continue;
 		}
@@ -399,7 +401,14 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 	}
 	if (unlikely(qp->sq_head != qp->sq_tail))
 		drain_sq(d, *qp);
-	d.q.tx_flush();
+	/* The port gets a whole burst at a time: what is staged goes at the
+	 * next poll of a CQ of the device (progress), or within a service
+	 * round (tx_staged), as a NIC batches doorbells. A program that posts
+	 * one send and polls gets it out on its first empty poll. */
+	if (d.q.tx_pending() >= soft::soft_queue::max_burst)
+		d.q.tx_flush();
+	if (d.q.tx_pending() != 0)
+		d.tx_staged.store(true, std::memory_order_relaxed);
 	dp_unlock(d);
 	if (rc != 0)
 		*bad = wr;

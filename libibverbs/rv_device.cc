@@ -20,6 +20,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <rte_alarm.h>
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
@@ -143,16 +144,18 @@ void close_port(rv_device &d)
 		d.dev.destroy_queue(d.q);
 		d.queue_up = false;
 	}
-	d.dev.close();
-	if (d.probed && rte_eth_dev_is_valid_port(d.port_id)) {
+	/* The port goes before the pool its queues hold mbufs of
+	 * (soft_device::close frees that pool). */
+	if (rte_eth_dev_is_valid_port(d.port_id)) {
 		rte_eth_dev_info info;
 		rte_device *rd = rte_eth_dev_info_get(d.port_id, &info) == 0 ? info.device : nullptr;
 		rte_eth_dev_stop(d.port_id);
 		rte_eth_dev_close(d.port_id);
-		if (rd != nullptr)
+		if (d.probed && rd != nullptr)
 			rte_dev_remove(rd);
-		d.probed = false;
 	}
+	d.probed = false;
+	d.dev.close();
 }
 
 /* Opens one [[port]]; 0 or an errno value with the reason printed. */
@@ -267,9 +270,7 @@ void eal_thread(rv_config cfg, starter *st)
 				delete d;
 			}
 			p.devs.clear();
-			const std::string run = rte_eal_get_runtime_dir();
-			rte_eal_cleanup();
-			rmdir(run.c_str());
+			rmdir(rte_eal_get_runtime_dir()); /* no rte_eal_cleanup: stop_all */
 		}
 	}
 	{
@@ -371,16 +372,41 @@ void stop_all()
 	service_stop();
 	svc_thread.join();
 	const char *st = getenv("RDGRAM_VERBS_STATS");
-	for (auto *d : p.devs) {
-		if (st != nullptr && *st != '\0' && *st != '0')
+	if (st != nullptr && *st != '\0' && *st != '0')
+		for (auto *d : p.devs)
 			print_stats(*d);
-		close_port(*d);
+	/* The ports are closed on the EAL's interrupt thread, as an alarm:
+	 * DPDK 22.11's net_memif handles a peer's disconnect there and frees
+	 * the same regions its close frees, without a lock; closing from
+	 * here while the peer (another port of this process, or a peer
+	 * process exiting too) disconnects freed them twice. */
+	std::atomic<bool> done{false};
+	struct closer {
+		rv_process *p;
+		std::atomic<bool> *done;
+	} c{&p, &done};
+	auto close_all = [](void *arg) {
+		auto *cl = static_cast<closer *>(arg);
+		for (auto *d : cl->p->devs)
+			close_port(*d);
+		cl->done->store(true, std::memory_order_release);
+	};
+	if (rte_eal_alarm_set(1, close_all, &c) == 0) {
+		for (int i = 0; i < 5000 && !done.load(std::memory_order_acquire); i++)
+			usleep(1000);
 	}
-	/* The EAL's runtime directory (/var/run/dpdk/<prefix>): empty with
-	 * --no-shconf, but DPDK 22.11 leaves the directory itself. */
-	const std::string run = rte_eal_get_runtime_dir();
-	rte_eal_cleanup();
-	rmdir(run.c_str());
+	if (!done.load(std::memory_order_acquire)) {
+		rte_eal_alarm_cancel(close_all, &c);
+		if (!done.load(std::memory_order_acquire))
+			for (auto *d : p.devs)
+				close_port(*d);
+	}
+	/* No rte_eal_cleanup: in DPDK 22.11 it frees the interrupt
+	 * sources while the EAL's interrupt thread still runs (a SIGSEGV in
+	 * rte_intr_fd_get at exit), and the process's memory goes with the
+	 * process. What would outlive it is the runtime directory
+	 * (/var/run/dpdk/<prefix>): empty with --no-shconf, but left. */
+	rmdir(rte_eal_get_runtime_dir());
 }
 
 /* Device attributes as ibv_query_device(3) reports them. */

@@ -8,8 +8,9 @@
  *   - a CQ is armed for an event (the program sleeps in ibv_get_cq_event or
  *     poll(2)s the channel's fd): every wake_us, so an event reaches it
  *     within tens of microseconds of its datagram;
- *   - an ibv_create_ah waits for its neighbour, or sends wait in a QP's send
- *     queue for room in the port;
+ *   - an ibv_create_ah waits for its neighbour, sends wait in a QP's send
+ *     queue for room in the port, or built frames wait in the soft queue's
+ *     stash for a poll that flushes them;
  *   - nobody received for idle_us (peers' ARP/ND requests are answered while
  *     the program does something else).
  * A program thread that polls keeps last_poll fresh and the service thread
@@ -54,7 +55,8 @@ void service_run()
 			}
 			const bool armed = d->armed_cqs.load(std::memory_order_relaxed) > 0;
 			const bool waiting = d->ah_waiters.load(std::memory_order_relaxed) > 0 ||
-					     d->backlog.load(std::memory_order_relaxed) > 0;
+					     d->backlog.load(std::memory_order_relaxed) > 0 ||
+					     d->tx_staged.load(std::memory_order_relaxed);
 			urgent |= armed || waiting;
 			if ((armed || waiting || now - d->last_poll.load(std::memory_order_relaxed) > idle) &&
 			    dp_trylock(*d)) {

@@ -156,6 +156,13 @@ public:
 	 * the MTU, unusable mbuf) is dropped and counted, its mbuf freed.
 	 * (soft_tx.h) */
 	uint16_t tx_burst(send_wr *wrs, uint16_t n);
+	/* tx_burst without handing the frames to the port: they wait in the
+	 * stash for tx_flush, or for a later tx_burst/tx_stage that needs the
+	 * room (then the stash goes to the port first). For a caller that
+	 * takes one WR at a time (a verbs ibv_post_send per datagram) and
+	 * flushes when it polls: one port burst for many sends, as a NIC's
+	 * doorbell batching. (soft_tx.h) */
+	uint16_t tx_stage(send_wr *wrs, uint16_t n);
 
 	/* Receives up to n completions. Every frame read from the port is
 	 * either delivered, handed to the control thread, or dropped and

@@ -36,6 +36,13 @@ namespace rdgram::soft {
 
 inline uint16_t soft_queue::tx_burst(send_wr *wrs, uint16_t n)
 {
+	n = tx_stage(wrs, n);
+	push_stash();
+	return n;
+}
+
+__rte_always_inline uint16_t soft_queue::tx_stage(send_wr *wrs, uint16_t n)
+{
 	/* Leftovers go out with this burst at the end; push them first only
 	 * when they leave no room for a whole burst. */
 	if (nstash_ > tx_stash_size - max_burst)
@@ -96,8 +103,6 @@ inline uint16_t soft_queue::tx_burst(send_wr *wrs, uint16_t n)
 		unmask(pend[i]);
 		stash_[nstash_++] = pend[i].m;
 	}
-
-	push_stash();
 	return n;
 }
 
