@@ -18,6 +18,10 @@
 #       build on an AVX-512 host, as the guest has none)
 #   peer_run                 boots the guest, runs every case in order
 #                            (one boot), checks each, exits 0 when all passed
+#   peer_host_cmd, peer_check  the host side's command and the checks of one
+#                            case: a test whose host side is not rdgram-perf
+#                            (verbs_rxe.sh: the tools under rdgram-verbs)
+#                            redefines both after sourcing this file
 #
 # Each case checks, on both sides: exit status; message counts and payload
 # bytes (rdgram-perf's "sent:" / "received: ... all as expected" lines and
@@ -35,6 +39,15 @@ PEER_ARGS=()
 PEER_QPN=0x000100 # rdgram-perf's QPN (the config's)
 PEER_MAC=02:00:00:77:00:01
 PEER_CASE_TIMEOUT=${PEER_CASE_TIMEOUT:-45} # seconds per case, each side
+# ud_pingpong served on the host for a v6 case: the guest's tool connects
+# to the host's IPv6 address (rdgram-perf listens on both families). 0: to
+# its IPv4 one, for a host side that is ibv_ud_pingpong itself, which binds
+# the first address getaddrinfo gives it, 0.0.0.0.
+PEER_TCP6=${PEER_TCP6:-1}
+# 1: the host side, calling, connects only once the guest's tool listens
+# (the guest says so: listen.N in the run directory). rdgram-perf retries
+# its connect; ibv_ud_pingpong and perftest give up at once.
+PEER_WAIT_LISTEN=${PEER_WAIT_LISTEN:-0}
 
 # Cases with rdgram-perf in the guest can run: this tree's binaries are
 # built for a CPU the guest's TCG "max" CPU emulates (no AVX-512).
@@ -147,6 +160,19 @@ guest_case() { # N TIMEOUT CMD...
 	rdma statistic show link rxe0/1 >$LAB_RUN/case$n.after
 	touch $LAB_RUN/case$n.done
 }
+guest_serve() { # N TIMEOUT CMD...: guest_case for a tool that listens; listen.N once it does
+	local n=$1 t=$2 p
+	shift 2
+	waitfor go.$n || { echo "the host never said go" >$LAB_RUN/case$n.out; touch $LAB_RUN/case$n.done; return; }
+	rdma statistic show link rxe0/1 >$LAB_RUN/case$n.before
+	timeout -k 2 $t "$@" >$LAB_RUN/case$n.out 2>&1 &
+	p=$!
+	listening 18515 $p && touch $LAB_RUN/listen.$n
+	wait $p
+	echo $? >$LAB_RUN/case$n.rc
+	rdma statistic show link rxe0/1 >$LAB_RUN/case$n.after
+	touch $LAB_RUN/case$n.done
+}
 EOF
 		for ((i = 0; i < n; i++)); do
 			eval "set -- ${PEER_ARGS[$i]}"
@@ -164,10 +190,12 @@ EOF
 			fi
 			if [[ $role == server ]]; then # the guest's tool is the client
 				addr=$LAB_HOST_IP
-				[[ $proto == ud_pingpong && $fam == v6 ]] && addr=$LAB_HOST_IP6
+				[[ $proto == ud_pingpong && $fam == v6 && $PEER_TCP6 == 1 ]] && addr=$LAB_HOST_IP6
 				tool+=("$addr")
+				echo "guest_case $i $PEER_CASE_TIMEOUT ${tool[*]}"
+			else
+				echo "guest_serve $i $PEER_CASE_TIMEOUT ${tool[*]}"
 			fi
-			echo "guest_case $i $PEER_CASE_TIMEOUT ${tool[*]}"
 		done
 		echo "exit 0"
 	} | lab_guest_script
@@ -299,6 +327,19 @@ peer_check() {
 	fi
 }
 
+# The host side's command for one case (ROLE PROTO FAMILY TEST ITERS SIZE
+# PMD) in PEER_CMD: rdgram-perf; a test with another host side redefines
+# this (and peer_check) after sourcing this file.
+peer_host_cmd() {
+	local role=$1 proto=$2 fam=$3 test=$4 iters=$5 size=$6 pmd=$7
+	local oob=$LAB_HOST_IP:18515
+	[[ $role == server && $proto == ud_pingpong && $fam == v6 ]] && oob="[$LAB_HOST_IP6]:18515"
+	[[ $role == client ]] && oob=$LAB_GUEST_IP:18515
+	PEER_CMD=(timeout -k 2 $((PEER_CASE_TIMEOUT + 5)) "$PEER_PERF" -c "$LAB_RUN/rdgram-$fam.toml"
+		--mode "$role" --oob "$oob" --oob-proto "$proto" --test "$test" -n "$iters" -s "$size"
+		--timeout "$PEER_CASE_TIMEOUT" --status-interval 0 --port "$pmd")
+}
+
 peer_run() {
 	peer_config v4 >/dev/null
 	peer_config v6 >/dev/null
@@ -320,12 +361,8 @@ peer_run() {
 			done
 			continue
 		fi
-		local oob=$LAB_HOST_IP:18515
-		[[ $role == server && $proto == ud_pingpong && $fam == v6 ]] && oob="[$LAB_HOST_IP6]:18515"
-		[[ $role == client ]] && oob=$LAB_GUEST_IP:18515
-		local cmd=(timeout -k 2 $((PEER_CASE_TIMEOUT + 5)) "$PEER_PERF" -c "$LAB_RUN/rdgram-$fam.toml"
-			--mode "$role" --oob "$oob" --oob-proto "$proto" --test "$test" -n "$iters" -s "$size"
-			--timeout "$PEER_CASE_TIMEOUT" --status-interval 0 --port "$pmd")
+		peer_host_cmd "$role" "$proto" "$fam" "$test" "$iters" "$size" "$pmd"
+		local cmd=("${PEER_CMD[@]}")
 		if [[ $role == server ]]; then
 			( lab_host "${cmd[@]}" >"$LAB_RUN/host$i.out" 2>&1; echo $? >"$LAB_RUN/host$i.rc" ) &
 			local bg=$! up=
@@ -335,11 +372,17 @@ peer_run() {
 				kill -0 "$bg" 2>/dev/null || break
 				sleep 0.05
 			done
-			[[ -n $up ]] || echo "rdgram-perf never listened (case $i)"
+			[[ -n $up ]] || echo "the host side never listened (case $i)"
 			touch "$LAB_RUN/go.$i"
 			wait "$bg"
 		else
 			touch "$LAB_RUN/go.$i"
+			if [[ $PEER_WAIT_LISTEN == 1 ]]; then
+				for _ in $(seq 1 $((PEER_CASE_TIMEOUT * 20))); do
+					[[ -f $LAB_RUN/listen.$i || -f $LAB_RUN/case$i.done ]] && break
+					sleep 0.05
+				done
+			fi
 			lab_host "${cmd[@]}" >"$LAB_RUN/host$i.out" 2>&1
 			echo $? >"$LAB_RUN/host$i.rc"
 		fi
