@@ -33,6 +33,7 @@
 #include <infiniband/verbs.h>
 #include <rte_spinlock.h>
 
+#include "rdgram/tsan.h"
 #include "rv_config.h"
 #include "soft_datapath.h"
 #include "soft_device.h"
@@ -40,6 +41,26 @@
 namespace rdgram::rv {
 
 struct rv_device;
+
+/* rte_spinlock, told to ThreadSanitizer: DPDK's x86 lock is inline asm,
+ * which it cannot see. */
+inline void rv_lock(rte_spinlock_t *l)
+{
+	rte_spinlock_lock(l);
+	RDGRAM_TSAN_ACQUIRE(l);
+}
+inline bool rv_trylock(rte_spinlock_t *l)
+{
+	if (!rte_spinlock_trylock(l))
+		return false;
+	RDGRAM_TSAN_ACQUIRE(l);
+	return true;
+}
+inline void rv_unlock(rte_spinlock_t *l)
+{
+	RDGRAM_TSAN_RELEASE(l);
+	rte_spinlock_unlock(l);
+}
 
 /* rdma-core's struct verbs_device (libibverbs/driver.h, the PRIVATE_34
  * ABI): the providers' direct-verbs entry points (mlx5dv_is_supported,

@@ -214,7 +214,7 @@ inline bool sge_ok(const rv_device &d, const ibv_sge &s)
 
 void dp_lock(rv_device &d)
 {
-	for (unsigned i = 0; !rte_spinlock_trylock(&d.dp); i++) {
+	for (unsigned i = 0; !rv_trylock(&d.dp); i++) {
 		if (i < 128)
 			rte_pause();
 		else
@@ -224,14 +224,14 @@ void dp_lock(rv_device &d)
 
 bool dp_trylock(rv_device &d)
 {
-	return rte_spinlock_trylock(&d.dp) != 0;
+	return rv_trylock(&d.dp);
 }
 
 void dp_unlock(rv_device &d)
 {
 	const unsigned n = d.nnotify;
 	if (likely(n == 0)) {
-		rte_spinlock_unlock(&d.dp);
+		rv_unlock(&d.dp);
 		return;
 	}
 	rv_cq *ev[RTE_DIM(d.notify)];
@@ -239,7 +239,7 @@ void dp_unlock(rv_device &d)
 	d.nnotify = 0;
 	/* ibv_destroy_cq waits for this to reach 0 before it frees a CQ. */
 	d.events_in_flight.fetch_add(1, std::memory_order_acq_rel);
-	rte_spinlock_unlock(&d.dp);
+	rv_unlock(&d.dp);
 	for (unsigned i = 0; i < n; i++)
 		post_event(*ev[i]);
 	d.events_in_flight.fetch_sub(1, std::memory_order_acq_rel);
@@ -423,7 +423,7 @@ int post_recv(ibv_qp *q, ibv_recv_wr *wr, ibv_recv_wr **bad)
 		return EINVAL;
 	}
 	int rc = 0;
-	rte_spinlock_lock(&qp->rq_lock);
+	rv_lock(&qp->rq_lock);
 	uint32_t h = qp->rq_head.load(std::memory_order_relaxed);
 	for (; wr != nullptr; wr = wr->next) {
 		if (unlikely(wr->num_sge < 0 || uint32_t(wr->num_sge) > qp->cap.max_recv_sge)) {
@@ -441,7 +441,7 @@ int post_recv(ibv_qp *q, ibv_recv_wr *wr, ibv_recv_wr **bad)
 		h++;
 	}
 	qp->rq_head.store(h, std::memory_order_release);
-	rte_spinlock_unlock(&qp->rq_lock);
+	rv_unlock(&qp->rq_lock);
 	if (unlikely(q->state == IBV_QPS_ERR)) {
 		/* A QP in ERR completes what is posted to it at once. */
 		dp_lock(*qp->dev);
@@ -459,7 +459,7 @@ int poll_cq(ibv_cq *c, int n, ibv_wc *wc)
 	if (unlikely(n <= 0))
 		return 0;
 	int got = 0;
-	rte_spinlock_lock(&cq->poll_lock);
+	rv_lock(&cq->poll_lock);
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t t = cq->tail.load(std::memory_order_relaxed);
 		const uint32_t h = cq->head.load(std::memory_order_acquire);
@@ -476,7 +476,7 @@ int poll_cq(ibv_cq *c, int n, ibv_wc *wc)
 		progress(d);
 		dp_unlock(d);
 	}
-	rte_spinlock_unlock(&cq->poll_lock);
+	rv_unlock(&cq->poll_lock);
 	return got;
 }
 

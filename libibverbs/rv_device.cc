@@ -32,6 +32,10 @@
 
 #undef ibv_query_port
 
+namespace rdgram {
+void register_tsan_mempool(); /* dataplane/src/tsan_mempool.cc */
+}
+
 namespace rdgram::rv {
 
 namespace {
@@ -234,6 +238,10 @@ struct starter {
 void eal_thread(rv_config cfg, starter *st)
 {
 	remove_stale_runtime_dirs();
+	/* TSan builds: pools made by the soft driver use the mempool handler
+	 * that tells ThreadSanitizer about each hand-off (tsan_mempool.cc);
+	 * registered before the EAL, as runtime::init does. */
+	register_tsan_mempool();
 	std::vector<std::string> args = eal_args(cfg);
 	std::vector<char *> argv;
 	for (auto &a : args)
@@ -274,11 +282,13 @@ void eal_thread(rv_config cfg, starter *st)
 		}
 	}
 	{
+		/* Notified under the lock: the waiter's stack holds st, and it
+		 * returns (destroying st) as soon as it can take the lock. */
 		std::lock_guard<std::mutex> g(st->mu);
 		st->rc = rc;
 		st->done = true;
+		st->cv.notify_all();
 	}
-	st->cv.notify_all();
 	if (rc == 0)
 		service_run();
 }
