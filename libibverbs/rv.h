@@ -200,7 +200,12 @@ struct rv_device {
 	uint32_t next_qpn_serial = 2;
 	rv_mr *mrs[rv_max_mrs]{};
 	uint32_t mr_serial = 1;
-	std::atomic<uint64_t> last_poll{0}; /* TSC of the last receive burst */
+	/* Activity, seen by the service thread as a change between two of its
+	 * rounds (counters: no TSC read on the data path). */
+	std::atomic<uint64_t> rx_polls{0};  /* receive bursts (progress) */
+	std::atomic<uint64_t> app_calls{0}; /* a program's posts and polls */
+	uint64_t seen_rx = 0, seen_app = 0; /* the service thread's last look */
+	uint64_t rx_seen_at = 0, app_seen_at = 0; /* TSC when they last changed */
 	std::atomic<uint32_t> backlog{0};   /* sends in the QPs' send queues */
 	std::atomic<bool> tx_staged{false}; /* frames in the soft queue's stash */
 	std::atomic<int> armed_cqs{0};      /* CQs armed with a channel */
@@ -255,6 +260,13 @@ void dp_unlock(rv_device &d);
  * service_stop() is called) and the stop. */
 void service_run();
 void service_stop();
+/* Counts one event of a counter only its owner threads move; a plain
+ * load and store (a lost increment between two racing threads costs
+ * nothing: any change is activity). */
+inline void bump(std::atomic<uint64_t> &c)
+{
+	c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+}
 /* rv_device.cc: the attributes the query verbs report. */
 void device_attr(const rv_device &d, ibv_device_attr &a);
 

@@ -293,7 +293,7 @@ unsigned progress(rv_device &d)
 	d.q.tx_flush();
 	if (d.q.tx_pending() == 0)
 		d.tx_staged.store(false, std::memory_order_relaxed);
-	d.last_poll.store(rte_get_tsc_cycles(), std::memory_order_relaxed);
+	bump(d.rx_polls);
 	return n;
 }
 
@@ -409,6 +409,7 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 		d.q.tx_flush();
 	if (d.q.tx_pending() != 0)
 		d.tx_staged.store(true, std::memory_order_relaxed);
+	bump(d.app_calls);
 	dp_unlock(d);
 	if (rc != 0)
 		*bad = wr;
@@ -459,6 +460,8 @@ int poll_cq(ibv_cq *c, int n, ibv_wc *wc)
 	if (unlikely(n <= 0))
 		return 0;
 	int got = 0;
+	rv_device &dev = *cq->dev;
+	bump(dev.app_calls);
 	rv_lock(&cq->poll_lock);
 	for (int pass = 0; pass < 2; pass++) {
 		uint32_t t = cq->tail.load(std::memory_order_relaxed);
@@ -466,15 +469,23 @@ int poll_cq(ibv_cq *c, int n, ibv_wc *wc)
 		while (t != h && got < n)
 			wc[got++] = cq->ring[t++ & cq->mask];
 		cq->tail.store(t, std::memory_order_release);
-		if (got != 0 || pass == 1)
+		if (got != 0 || pass == 1) {
+			/* Completions of sends still staged: the frames go to the
+			 * port now, before the program sees them done. */
+			if (got != 0 && dev.tx_staged.load(std::memory_order_relaxed) && dp_trylock(dev)) {
+				dev.q.tx_flush();
+				if (dev.q.tx_pending() == 0)
+					dev.tx_staged.store(false, std::memory_order_relaxed);
+				dp_unlock(dev);
+			}
 			break;
+		}
 		/* Empty: receive a burst. Whoever holds dp is doing it
 		 * already, and fills this CQ. */
-		rv_device &d = *cq->dev;
-		if (!dp_trylock(d))
+		if (!dp_trylock(dev))
 			break;
-		progress(d);
-		dp_unlock(d);
+		progress(dev);
+		dp_unlock(dev);
 	}
 	rv_unlock(&cq->poll_lock);
 	return got;

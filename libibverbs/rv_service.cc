@@ -13,8 +13,8 @@
  *     stash for a poll that flushes them;
  *   - nobody received for idle_us (peers' ARP/ND requests are answered while
  *     the program does something else).
- * A program thread that polls keeps last_poll fresh and the service thread
- * out of the way. Between rounds it sleeps: a system call, but never on a
+ * A program thread that posts or polls (app_calls moves) keeps the service
+ * thread out of its way (rounds 1 ms apart, control work only). Between rounds it sleeps: a system call, but never on a
  * program's thread.
  */
 #include <atomic>
@@ -34,6 +34,12 @@ std::atomic<bool> stopping{false};
 
 constexpr uint64_t wake_us = 5;   /* round interval while a CQ is armed */
 constexpr uint64_t idle_us = 200; /* round interval otherwise, and the idle take-over */
+/* A program thread that posted or polled this recently is active; while
+ * one is, rounds are this far apart: the control work (ARP/ND timers of
+ * 100 ms and more) loses nothing, and a program polling on the same CPU
+ * is not preempted every few microseconds. */
+constexpr uint64_t active_us = 50;
+constexpr uint64_t active_sleep_us = 1000;
 
 } // namespace
 
@@ -44,28 +50,44 @@ void service_run()
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	const uint64_t hz = rte_get_tsc_hz();
 	const uint64_t idle = hz * idle_us / 1000000;
+	const uint64_t active = hz * active_us / 1000000;
 	rv_process &p = process();
 	while (!stopping.load(std::memory_order_acquire)) {
-		bool urgent = false;
+		bool urgent = false, busy = false;
 		const uint64_t now = rte_get_tsc_cycles();
 		for (rv_device *d : p.devs) {
 			{
 				std::lock_guard<std::mutex> g(d->ctl);
 				d->dev.poll(now);
 			}
-			const bool armed = d->armed_cqs.load(std::memory_order_relaxed) > 0;
-			const bool waiting = d->ah_waiters.load(std::memory_order_relaxed) > 0 ||
-					     d->backlog.load(std::memory_order_relaxed) > 0 ||
-					     d->tx_staged.load(std::memory_order_relaxed);
-			urgent |= armed || waiting;
-			if ((armed || waiting || now - d->last_poll.load(std::memory_order_relaxed) > idle) &&
+			/* A program thread that posted or polled since the last
+			 * round, or within active_us, drives the queue itself (it
+			 * flushes staged frames and waiting sends at its next
+			 * poll): leave it the CPU. */
+			if (const uint64_t c = d->app_calls.load(std::memory_order_relaxed); c != d->seen_app) {
+				d->seen_app = c;
+				d->app_seen_at = now;
+			}
+			if (const uint64_t c = d->rx_polls.load(std::memory_order_relaxed); c != d->seen_rx) {
+				d->seen_rx = c;
+				d->rx_seen_at = now;
+			}
+			const bool app = now - d->app_seen_at < active;
+			const bool armed = d->armed_cqs.load(std::memory_order_relaxed) > 0 ||
+					   d->ah_waiters.load(std::memory_order_relaxed) > 0;
+			const bool tx = d->backlog.load(std::memory_order_relaxed) > 0 ||
+					d->tx_staged.load(std::memory_order_relaxed);
+			busy |= app;
+			urgent |= armed || (tx && !app);
+			if ((armed || (!app && (tx || now - d->rx_seen_at > idle))) &&
 			    dp_trylock(*d)) {
 				while (progress(*d) == soft::soft_queue::max_burst)
 					;
 				dp_unlock(*d);
 			}
 		}
-		timespec ts{0, long((urgent ? wake_us : idle_us) * 1000)};
+		const uint64_t us = urgent ? wake_us : busy ? active_sleep_us : idle_us;
+		timespec ts{0, long(us * 1000)};
 		nanosleep(&ts, nullptr);
 	}
 }
