@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <rte_cycles.h>
+#include <rte_ethdev.h>
 
 #include "rdgram/ah_from_wc.h"
 #include "rv.h"
@@ -103,6 +104,8 @@ void reindex(rv_device &d)
 				qp->sidx = int(i);
 	}
 }
+
+constexpr unsigned link_wait_ms = 3000;
 
 bool privileged()
 {
@@ -670,6 +673,17 @@ RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr)
 	if (ah == nullptr) {
 		errno = ENOMEM;
 		return nullptr;
+	}
+	/* A port whose link is not up yet (a net_memif pair still
+	 * connecting on the EAL's interrupt thread) would lose the ARP/ND
+	 * requests: resolution starts once it is up, or after link_wait. */
+	const auto link_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(link_wait_ms);
+	for (;;) {
+		rte_eth_link l{};
+		if (rte_eth_link_get_nowait(d->port_id, &l) != 0 || l.link_status == RTE_ETH_LINK_UP ||
+		    std::chrono::steady_clock::now() > link_deadline)
+			break;
+		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	}
 	std::unique_lock<std::mutex> g(d->ctl);
 	int rc = d->dev.prepare_ah(*attr);

@@ -91,11 +91,13 @@ for p in "ibv_rc_pingpong:ibv_create_qp\(IBV_QPT_RC\):Couldn't create QP" \
 done
 # -- SIGKILL: the next run on the same memif socket works --
 memif_pair k
-timeout 30 "$RV" -c "$tmp/k-a.toml" ibv_ud_pingpong -d rdg0 -g 1 -n 100000000 >"$tmp/killed.out" 2>&1 &
+next_port
+timeout 30 "$RV" -c "$tmp/k-a.toml" ibv_ud_pingpong -p $PORT -d rdg0 -g 1 -n 100000000 >"$tmp/killed.out" 2>&1 &
 kpid=$!
-wait_listen 18515 || echo "(the killed server never listened)"
-pkill -9 -f "ibv_ud_pingpong -d rdg0 -g 1 -n 100000000"
+wait_listen $PORT || echo "(the killed server never listened)"
+pkill -9 -f "ibv_ud_pingpong -p $PORT -d rdg0 -g 1 -n 100000000"
 wait "$kpid" 2>/dev/null
-run_pair "$tmp/k-a.toml" "$tmp/k-b.toml" 30 -- ibv_ud_pingpong -d rdg0 -g 1 -n 500 -- ibv_ud_pingpong -d rdg1 -g 1 -n 500 127.0.0.1
+next_port
+run_pair "$tmp/k-a.toml" "$tmp/k-b.toml" 30 -- ibv_ud_pingpong -p $PORT -d rdg0 -g 1 -n 500 -- ibv_ud_pingpong -p $PORT -d rdg1 -g 1 -n 500 127.0.0.1
 pair_ok "after a server killed with SIGKILL, the next pair on the same memif socket name"
 finish

@@ -8,10 +8,13 @@
 #   memif_pair NAME [MTU]         writes $tmp/NAME-a.toml (server, rdg0,
 #                                 10.0.0.1, fd00::1) and $tmp/NAME-b.toml
 #                                 (client, rdg1, 10.0.0.2, fd00::2)
+#   next_port                     sets PORT to a TCP port no earlier case of
+#                                 this run used (a closed one stays in
+#                                 TIME_WAIT, and the tools' bind fails)
 #   run_pair A_CFG B_CFG TIMEOUT -- SERVER_ARGS -- CLIENT_ARGS
 #                                 the server under A in the background, then
 #                                 the client under B once the server listens
-#                                 (TCP 18515, the port both tools use);
+#                                 on TCP $PORT (pass -p $PORT to both tools);
 #                                 outputs in $tmp/srv.out and $tmp/cli.out,
 #                                 exit codes in $src and $crc
 #   expect FILE REGEX WHAT        fails (with FILE shown) unless REGEX matches
@@ -46,6 +49,8 @@ addresses = ["10.0.0.2", "fd00::2"]
 mtu = $mtu
 EOT
 }
+PORT=$((20000 + ($$ % 20000)))
+next_port() { PORT=$((PORT + 1)); }
 # Waits until something listens on TCP port $1 (in namespace $2 if given).
 wait_listen() {
   local port=$1 ns=${2:-} i
@@ -69,8 +74,8 @@ run_pair() {
   cargs=("$@")
   ${NS_A:+ip netns exec "$NS_A"} timeout "$to" "$RV" -c "$a" "${sargs[@]}" >"$tmp/srv.out" 2>&1 &
   spid=$!
-  if ! wait_listen 18515 "${NS_A:-}"; then
-    echo "the server never listened on 18515"
+  if ! wait_listen "$PORT" "${NS_A:-}"; then
+    echo "the server never listened on $PORT"
   fi
   ${NS_B:+ip netns exec "$NS_B"} timeout "$to" "$RV" -c "$b" "${cargs[@]}" >"$tmp/cli.out" 2>&1
   crc=$?

@@ -15,8 +15,9 @@ row() { # the result row: the line after the "#bytes" header
 for t in ib_send_lat ib_send_bw; do
   for ev in "" "-e"; do
     what="$t -c UD $ev over net_memif"
-    run_pair "$tmp/p-a.toml" "$tmp/p-b.toml" 60 -- $t -c UD -d rdg0 -x 1 -n 5000 $ev \
-      -- $t -c UD -d rdg1 -x 1 -n 5000 $ev 127.0.0.1
+    next_port
+    run_pair "$tmp/p-a.toml" "$tmp/p-b.toml" 60 -- $t -p $PORT -c UD -d rdg0 -x 1 -n 5000 $ev \
+      -- $t -p $PORT -c UD -d rdg1 -x 1 -n 5000 $ev 127.0.0.1
     pair_ok "$what" || continue
     s=$(row "$tmp/srv.out") c=$(row "$tmp/cli.out")
     if [ -z "$s" ] || [ "$s" != "$c" ] || [ "${s#* }" != 5000 ]; then

@@ -12,8 +12,9 @@ n=2000
 for gid in 1 2; do
   for ev in "" "-e"; do
     what="ibv_ud_pingpong -g $gid $ev (IPv$([ $gid = 1 ] && echo 4 || echo 6)) over net_memif"
-    run_pair "$tmp/p-a.toml" "$tmp/p-b.toml" 30 -- ibv_ud_pingpong -d rdg0 -g $gid -n $n $ev \
-      -- ibv_ud_pingpong -d rdg1 -g $gid -n $n $ev 127.0.0.1
+    next_port
+    run_pair "$tmp/p-a.toml" "$tmp/p-b.toml" 30 -- ibv_ud_pingpong -p $PORT -d rdg0 -g $gid -n $n $ev \
+      -- ibv_ud_pingpong -p $PORT -d rdg1 -g $gid -n $n $ev 127.0.0.1
     pair_ok "$what" || continue
     expect "$tmp/srv.out" "^$n iters in" "$what: server iterations" &&
       expect "$tmp/cli.out" "^$n iters in" "$what: client iterations" &&

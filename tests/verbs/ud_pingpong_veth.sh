@@ -37,8 +37,9 @@ EOT
 done
 for gid in 1 2; do
   what="ibv_ud_pingpong -g $gid (IPv$([ $gid = 1 ] && echo 4 || echo 6)) over net_af_packet on a veth pair"
-  run_pair "$tmp/a.toml" "$tmp/b.toml" 30 -- ibv_ud_pingpong -d rdg0 -g $gid -n 2000 \
-    -- ibv_ud_pingpong -d rdg0 -g $gid -n 2000 192.168.77.1
+  next_port
+    run_pair "$tmp/a.toml" "$tmp/b.toml" 30 -- ibv_ud_pingpong -p $PORT -d rdg0 -g $gid -n 2000 \
+    -- ibv_ud_pingpong -p $PORT -d rdg0 -g $gid -n 2000 192.168.77.1
   pair_ok "$what" || continue
   expect "$tmp/srv.out" "^2000 iters in" "$what: server iterations" &&
     expect "$tmp/cli.out" "^2000 iters in" "$what: client iterations" &&
