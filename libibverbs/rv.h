@@ -206,6 +206,7 @@ struct rv_device {
 	std::atomic<uint64_t> app_calls{0}; /* a program's posts and polls */
 	uint64_t seen_rx = 0, seen_app = 0; /* the service thread's last look */
 	uint64_t rx_seen_at = 0, app_seen_at = 0; /* TSC when they last changed */
+	uint64_t ctl_seen = 0; /* rx_to_control at the last receive burst (dp) */
 	std::atomic<uint32_t> backlog{0};   /* sends in the QPs' send queues */
 	std::atomic<bool> tx_staged{false}; /* frames in the soft queue's stash */
 	std::atomic<int> armed_cqs{0};      /* CQs armed with a channel */
@@ -260,6 +261,14 @@ void dp_unlock(rv_device &d);
  * service_stop() is called) and the stop. */
 void service_run();
 void service_stop();
+/* Wakes the service thread for work that cannot wait for its round: a
+ * frame for the control thread, an AH waiting for its neighbour. (Any
+ * thread; a system call: control path only.) */
+void service_wake();
+/* service_wake, but only when the service thread sleeps a long round (a
+ * program was polling): a CQ armed or frames staged must not wait for
+ * it. One relaxed load otherwise. (Any thread.) */
+void service_kick();
 /* Counts one event of a counter only its owner threads move; a plain
  * load and store (a lost increment between two racing threads costs
  * nothing: any change is activity). */

@@ -290,6 +290,12 @@ unsigned progress(rv_device &d)
 	const unsigned n = d.q.rx_burst(wcs, soft::soft_queue::max_burst);
 	for (unsigned i = 0; i < n; i++)
 		deliver(d, wcs[i]);
+	/* ARP/ND handed to the control thread: it answers now, not at its
+	 * next round. */
+	if (unlikely(d.q.counters().rx_to_control != d.ctl_seen)) {
+		d.ctl_seen = d.q.counters().rx_to_control;
+		service_wake();
+	}
 	d.q.tx_flush();
 	if (d.q.tx_pending() == 0)
 		d.tx_staged.store(false, std::memory_order_relaxed);
@@ -314,9 +320,11 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 	}
 	d.q.select_send_qp(unsigned(qp->sidx));
 	int rc = 0;
+	bool signalled_any = false;
 	for (; wr != nullptr; wr = wr->next) {
 		if ((rc = check_wr(*qp, *wr, mtu)) != 0)
 			break;
+		signalled_any |= signaled(*qp, *wr);
 		const bool inl = (wr->send_flags & IBV_SEND_INLINE) != 0;
 		bool prot_ok = true;
 		if (!inl)
@@ -401,14 +409,22 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 	}
 	if (unlikely(qp->sq_head != qp->sq_tail))
 		drain_sq(d, *qp);
-	/* The port gets a whole burst at a time: what is staged goes at the
-	 * next poll of a CQ of the device (progress), or within a service
-	 * round (tx_staged), as a NIC batches doorbells. A program that posts
-	 * one send and polls gets it out on its first empty poll. */
-	if (d.q.tx_pending() >= soft::soft_queue::max_burst)
+	/* Unsignalled sends are staged, so that the port gets a burst at a
+	 * time (a NIC's doorbell batching; what ib_send_bw posts between its
+	 * signalled sends): they go with the next signalled send, a full
+	 * burst, the next poll of an empty CQ (progress), or a service round.
+	 * A signalled send is the end of a batch the program will wait on:
+	 * it goes now, with whatever is staged. */
+	if (signalled_any || d.q.tx_pending() >= soft::soft_queue::max_burst)
 		d.q.tx_flush();
-	if (d.q.tx_pending() != 0)
-		d.tx_staged.store(true, std::memory_order_relaxed);
+	if (d.q.tx_pending() != 0) {
+		if (!d.tx_staged.load(std::memory_order_relaxed)) {
+			d.tx_staged.store(true, std::memory_order_relaxed);
+			service_kick();
+		}
+	} else if (d.tx_staged.load(std::memory_order_relaxed)) {
+		d.tx_staged.store(false, std::memory_order_relaxed);
+	}
 	bump(d.app_calls);
 	dp_unlock(d);
 	if (rc != 0)
@@ -496,8 +512,10 @@ int req_notify_cq(ibv_cq *c, int solicited_only)
 	auto *cq = reinterpret_cast<rv_cq *>(c);
 	if (cq->chan == nullptr)
 		return EINVAL;
-	if (cq->armed.exchange(solicited_only ? 2 : 1) == 0)
+	if (cq->armed.exchange(solicited_only ? 2 : 1) == 0) {
 		cq->dev->armed_cqs++;
+		service_kick();
+	}
 	return 0;
 }
 

@@ -697,6 +697,7 @@ RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr)
 				      std::chrono::milliseconds(uint64_t(d->cfg.neigh_retries + 1) *
 								d->cfg.neigh_retry_ms + 500);
 		d->ah_waiters++;
+		service_wake();
 		while (rc == EINPROGRESS) {
 			g.unlock();
 			if (dp_trylock(*d)) {
