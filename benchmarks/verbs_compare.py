@@ -59,13 +59,16 @@ def perftest(rv, tool, iters, tag):
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_listen(18515)
-        out = subprocess.run(["taskset", "-c", "0", rv, "-c", b, tool, "-d", "rdg1", *common, "127.0.0.1"],
-                             capture_output=True, text=True, timeout=300).stdout
+        res = subprocess.run(["taskset", "-c", "0", rv, "-c", b, tool, "-d", "rdg1", *common, "127.0.0.1"],
+                             capture_output=True, text=True, timeout=300)
     finally:
         srv.wait(timeout=120)
+    out = res.stdout
+    if res.returncode != 0:
+        raise RuntimeError(f"{tool} client exit {res.returncode}:\n{out}\n{res.stderr}")
     lines = out.splitlines()
     for i, line in enumerate(lines):
-        if "#bytes" in line:
+        if "#bytes" in line and i + 1 < len(lines):
             f = lines[i + 1].split()
             if tool == "ib_send_lat":  # bytes iters t_min t_max t_typical t_avg t_stdev p99 p99.9
                 return float(f[4]), float(f[7])
