@@ -159,6 +159,13 @@ void close_port(rv_device &d)
 			rte_dev_remove(rd);
 	}
 	d.probed = false;
+	/* Every mbuf back: the port's queues gave theirs back at close, and
+	 * what waits in the control rings goes back with dev.close(). */
+	if (rte_mempool *mp = d.dev.mempool(); mp != nullptr) {
+		const unsigned out = mp->size - rte_mempool_avail_count(mp) - d.dev.control_frames();
+		if (out != 0)
+			logf("port %s: %u mbufs not back in the pool at close", d.cfg.name.c_str(), out);
+	}
 	d.dev.close();
 }
 

@@ -92,7 +92,12 @@ expect() {
   fi
   return 0
 }
-pair_ok() { # WHAT: both exit codes 0
+pair_ok() { # WHAT: both exit codes 0, every mbuf back in its pool at exit
+  if grep -q 'not back in the pool' "$tmp/srv.out" "$tmp/cli.out"; then
+    echo "FAIL: $1: mbufs not back in the pool:"; grep -h 'not back in the pool' "$tmp/srv.out" "$tmp/cli.out"
+    fails=$((fails + 1))
+    return 1
+  fi
   if [ "$src" -ne 0 ] || [ "$crc" -ne 0 ]; then
     echo "FAIL: $1: server exit $src, client exit $crc"
     echo "  server:"; sed 's/^/    /' "$tmp/srv.out" | tail -n 20
