@@ -146,11 +146,13 @@ RV_EXPORT enum ibv_rate mbps_to_ibv_rate(int mbps)
 }
 
 /* sysfs: rdgram's devices have no sysfs entries, and these read the real
- * sysfs (other classes a program asks for still answer). */
-RV_EXPORT int ibv_get_sysfs_path(char *path, size_t len)
+ * sysfs (other classes a program asks for still answer). rdma-core's
+ * ibv_get_sysfs_path takes nothing and returns the path (driver.h,
+ * libibverbs/sysfs.c): librdmacm's rdma_create_event_channel passes its
+ * result to ibv_read_sysfs_file (UCX's rdmacm module calls it). */
+RV_EXPORT const char *ibv_get_sysfs_path(void)
 {
-	snprintf(path, len, "/sys");
-	return 0;
+	return "/sys";
 }
 
 RV_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
