@@ -666,9 +666,18 @@ RV_EXPORT int ibv_query_qp_data_in_order(ibv_qp *, enum ibv_wr_opcode, uint32_t)
 
 /* ---- AH ---- */
 
-RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *attr)
+RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *user_attr)
 {
 	rv_device *d = pd_dev(pd);
+	/* The flow label is 20 bits; Linux takes the rest of the field without
+	 * a word (uverbs copies it, RoCE's UDP source port uses the low 20
+	 * bits: rdma_flow_label_to_udp_sport). UCX's UD transport passes
+	 * ~(path factor * path index), i.e. 0xffffffff, on every RoCE AH
+	 * (uct_ib_iface_fill_ah_attr_from_gid_lid). The soft driver's own
+	 * rdgram_create_ah stays strict; here the verbs meaning applies. */
+	ibv_ah_attr a = *user_attr;
+	a.grh.flow_label &= 0xfffff;
+	ibv_ah_attr *attr = &a;
 	auto *ah = new (std::nothrow) rv_ah{};
 	if (ah == nullptr) {
 		errno = ENOMEM;
