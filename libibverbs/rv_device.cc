@@ -5,6 +5,7 @@
  * ibv_get_device_list), the device list, contexts and the query verbs.
  */
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include <rte_dev.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_interrupts.h>
 
 #include "port.h"
 #include "rdgram/config.h"
@@ -169,11 +171,104 @@ void close_port(rv_device &d)
 	d.dev.close();
 }
 
-/* Opens one [[port]]; 0 or an errno value with the reason printed. */
-int open_port(rv_device &d, unsigned index)
+/* Two programs that open their devices at the same moment, one at each
+ * end of a net_memif pair (ucx_perftest's server and client both do, right
+ * after their TCP handshake), race in DPDK 22.11's memif PMD
+ * (drivers/net/memif/memif_socket.c):
+ *   - the server's PMD listens on its socket from its probe but takes a
+ *     client only once its port is started; a client whose INIT arrives in
+ *     between is sent away ("ID 0 not found"), and a client never
+ *     connects again by itself: its link stays down for good;
+ *   - a client whose start finds no socket yet fails (EPERM).
+ * The server's side: the EAL's interrupt thread, which runs the PMD's
+ * socket handlers, is held in an alarm callback from before the probe until
+ * the port is started, so a client's INIT is read only then. The client's
+ * side: its start is tried again for memif_client_wait_ms before the port
+ * is given up. */
+constexpr unsigned memif_client_wait_ms = 3000;
+
+bool is_memif(const rv_port_config &pc, bool server)
+{
+	return pc.device.rfind("net_memif", 0) == 0 &&
+	       (pc.device.find("role=server") != std::string::npos) == server;
+}
+
+/* Holding the EAL's interrupt thread: a callback of its, on an eventfd of
+ * ours, that waits until released (not an alarm: the alarm list is the
+ * EAL's to run, stop_all closes the ports through it). */
+struct intr_hold {
+	std::mutex mu;
+	std::condition_variable cv;
+	bool entered = false, released = false;
+	int efd = -1;
+	rte_intr_handle *ih = nullptr;
+};
+
+void intr_hold_cb(void *arg)
+{
+	auto *h = static_cast<intr_hold *>(arg);
+	uint64_t v;
+	ssize_t r = read(h->efd, &v, sizeof(v));
+	(void)r;
+	std::unique_lock<std::mutex> l(h->mu);
+	h->entered = true;
+	h->cv.notify_all();
+	h->cv.wait(l, [h] { return h->released; });
+}
+
+void free_intr_hold(intr_hold *h)
+{
+	if (h->ih != nullptr)
+		rte_intr_instance_free(h->ih);
+	if (h->efd >= 0)
+		close(h->efd);
+	delete h;
+}
+
+/* The interrupt thread held (nullptr when it could not be). */
+intr_hold *hold_intr_thread()
+{
+	auto *h = new intr_hold;
+	h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	h->ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+	if (h->efd < 0 || h->ih == nullptr || rte_intr_fd_set(h->ih, h->efd) != 0 ||
+	    rte_intr_type_set(h->ih, RTE_INTR_HANDLE_EXT) != 0 ||
+	    rte_intr_callback_register(h->ih, intr_hold_cb, h) != 0) {
+		free_intr_hold(h);
+		return nullptr;
+	}
+	const uint64_t one = 1;
+	ssize_t w = write(h->efd, &one, sizeof(one));
+	(void)w;
+	std::unique_lock<std::mutex> l(h->mu);
+	h->cv.wait_for(l, std::chrono::seconds(1), [h] { return h->entered; });
+	return h;
+}
+
+void release_intr_thread(intr_hold *h)
+{
+	if (h == nullptr)
+		return;
+	{
+		std::lock_guard<std::mutex> g(h->mu);
+		h->released = true;
+	}
+	h->cv.notify_all();
+	rte_intr_callback_unregister_sync(h->ih, intr_hold_cb, h);
+	free_intr_hold(h);
+}
+
+/* Opens one [[port]]; 0 or an errno value with the reason printed (EAGAIN
+ * unprinted: a memif client found no server yet and may try again). */
+int open_port(rv_device &d, unsigned index, bool may_retry)
 {
 	const rv_port_config &pc = d.cfg;
 	std::string err;
+	intr_hold *hold = is_memif(pc, true) ? hold_intr_thread() : nullptr;
+	struct release_at_return {
+		intr_hold *h;
+		~release_at_return() { release_intr_thread(h); }
+	} release{hold};
 	if (int rc = apps::probe_port(pc.device, &d.port_id, &err, &d.probed); rc != 0) {
 		logf("port %s: %s", pc.name.c_str(), err.c_str());
 		return rc;
@@ -203,8 +298,11 @@ int open_port(rv_device &d, unsigned index)
 	if (d.dev.open(sc) != 0) {
 		/* DPDK's net_memif fails a client's start while no server
 		 * listens on its socket, with EPERM. */
-		const bool memif_client = pc.device.rfind("net_memif", 0) == 0 &&
-					  pc.device.find("role=server") == std::string::npos;
+		const bool memif_client = is_memif(pc, false);
+		if (memif_client && may_retry) {
+			close_port(d);
+			return EAGAIN;
+		}
 		logf("port %s: %s%s", pc.name.c_str(), d.dev.error().c_str(),
 		     memif_client ? " (a memif client needs its server end running: start that program first)" : "");
 		close_port(d);
@@ -267,9 +365,22 @@ void eal_thread(rv_config cfg, starter *st)
 	rv_process &p = process();
 	if (rc == 0) {
 		for (size_t i = 0; i < cfg.ports.size(); i++) {
-			auto *d = new rv_device;
-			d->cfg = cfg.ports[i];
-			if (int e = open_port(*d, unsigned(i)); e != 0) {
+			/* A memif client whose server is not listening yet
+			 * (see is_memif): again, every 10 ms, for a while. */
+			const auto until = std::chrono::steady_clock::now() +
+					   std::chrono::milliseconds(memif_client_wait_ms);
+			rv_device *d;
+			int e;
+			for (;;) {
+				d = new rv_device;
+				d->cfg = cfg.ports[i];
+				e = open_port(*d, unsigned(i), std::chrono::steady_clock::now() < until);
+				if (e != EAGAIN)
+					break;
+				delete d;
+				std::this_thread::sleep_for(std::chrono::milliseconds(10));
+			}
+			if (e != 0) {
 				rc = e;
 				delete d;
 				break;
