@@ -35,6 +35,7 @@ PKGS=(
 	clang libclang-rt-dev llvm     # fuzz/: clang, libFuzzer+ASan runtimes, llvm-symbolizer
 	libpmix-dev openmpi-bin        # rdgram-coll's PMIx bootstrap; mpirun (its PMIx server) in the tests
 	ibverbs-utils perftest python3-pyverbs # tests/verbs: unmodified verbs programs on rdgram-verbs
+	ucx-utils                      # tests/verbs/ucx.sh: ucx_info, ucx_perftest (UCX 1.13, libucx0's ud_verbs)
 )
 if [[ $set_name == lab ]]; then
 	PKGS=(
