@@ -113,11 +113,17 @@ run_sanitizers() {
 	configure_variant build-tsan "${tsan_opts[@]}" "${san_opts[@]}" || return 1
 	rm -f build-tsan/meson-logs/testlog.json
 	local targets
-	targets=$(meson introspect build-tsan --tests | python3 -c '
+	# The concurrency tests' programs, and what they depend on (a test
+	# run by a script, such as verbs_threads, names its binaries there).
+	targets=$(meson introspect build-tsan --tests --targets | python3 -c '
 import json, sys
-for t in json.load(sys.stdin):
+j = json.load(sys.stdin)
+files = {t["id"]: t["filename"] for t in j["targets"]}
+for t in j["tests"]:
     if "concurrency" in t["suite"] or any(s.endswith(":concurrency") for s in t["suite"]):
-        print(t["cmd"][0])')
+        for f in [t["cmd"][0]] + [g for d in t.get("depends", []) for g in files.get(d, [])]:
+            if f.startswith(sys.argv[1] + "/"):
+                print(f)' "$PWD/build-tsan" | sort -u)
 	ninja -C build-tsan ${targets//$PWD\/build-tsan\//} || rc=1
 	TSAN_OPTIONS="suppressions=$PWD/tests/tsan.supp halt_on_error=1" \
 		meson test -C build-tsan --no-rebuild --print-errorlogs --num-processes 1 --suite concurrency || rc=1
