@@ -199,7 +199,7 @@ bool is_memif(const rv_port_config &pc, bool server)
 struct intr_hold {
 	std::mutex mu;
 	std::condition_variable cv;
-	bool entered = false, released = false;
+	bool entered = false, released = false, exited = false;
 	int efd = -1;
 	rte_intr_handle *ih = nullptr;
 };
@@ -214,6 +214,8 @@ void intr_hold_cb(void *arg)
 	h->entered = true;
 	h->cv.notify_all();
 	h->cv.wait(l, [h] { return h->released; });
+	h->exited = true;
+	h->cv.notify_all();
 }
 
 void free_intr_hold(intr_hold *h)
@@ -249,11 +251,15 @@ void release_intr_thread(intr_hold *h)
 {
 	if (h == nullptr)
 		return;
-	{
-		std::lock_guard<std::mutex> g(h->mu);
-		h->released = true;
-	}
+	std::unique_lock<std::mutex> l(h->mu);
+	h->released = true;
 	h->cv.notify_all();
+	/* The callback's last touch of h is the unlock after exited: waited
+	 * for here under h->mu, an order ThreadSanitizer sees (the EAL's own,
+	 * under its inline-asm spinlock, it cannot). */
+	if (h->entered)
+		h->cv.wait(l, [h] { return h->exited; });
+	l.unlock();
 	rte_intr_callback_unregister_sync(h->ih, intr_hold_cb, h);
 	free_intr_hold(h);
 }
