@@ -231,8 +231,19 @@ peer_check() {
 	grep -v -e '^EAL' -e '^TELEMETRY' -e '^$' "$h" | sed 's/^/    /'
 	echo "--- guest's tool (exit $grc):"
 	sed 's/^/    /' "$g"
-	[[ $grc == 0 ]] || peer_fail "the guest's tool exited $grc"
-	[[ $hrc == 0 ]] || peer_fail "rdgram-perf exited $hrc"
+	# perftest in the guest times itself with a CPU frequency it estimates
+	# by regression (get_cpu_mhz); under TCG the fit sometimes fails
+	# ("Correlation coefficient r^2 ... < 0.9", "Can't produce a report"):
+	# the tool then ends without its table and without the closing
+	# hand-shake. Only that is forgiven: the datagrams are still checked by
+	# rdgram-perf's own count and by rxe's counters below.
+	local clock=
+	if grep -q "Can't produce a report" "$g" && grep -q 'Correlation coefficient r^2' "$g"; then
+		clock=1
+		echo "    (the guest's perftest could not estimate its CPU clock under TCG; its table and closing hand-shake are not checked, the counters are)"
+	fi
+	[[ $grc == 0 || -n $clock ]] || peer_fail "the guest's tool exited $grc"
+	[[ $hrc == 0 ]] || { [[ -n $clock ]] && grep -q 'closing hand-shake' "$h"; } || peer_fail "rdgram-perf exited $hrc"
 	local bytes=$((iters * size)) gip=$LAB_GUEST_IP sip=$LAB_SOFT_IP ourq=$PEER_QPN in_guest=
 	[[ $fam == v6 ]] && gip=$LAB_GUEST_IP6 sip=$LAB_SOFT_IP6
 	if [[ $role == verbs-* ]]; then # rdgram-perf on rxe0 too: its GID, the device's QPN
@@ -264,7 +275,7 @@ peer_check() {
 		local row
 		row=$(printf ' %-7s %-10s' "$size" "$iters")
 		[[ $test == bw ]] && row=$(printf ' %-10s %-10s' "$size" "$iters")
-		grep -q "^$row" "$g" || peer_fail "the guest's table has no row for $size bytes x $iters"
+		grep -q "^$row" "$g" || [[ -n $clock ]] || peer_fail "the guest's table has no row for $size bytes x $iters"
 		grep -q "^$row" "$h" || peer_fail "rdgram-perf's table has no row for $size bytes x $iters"
 	fi
 	[[ -n $gqpn && -n $ourq && $((rqpn)) == $((ourq)) ]] || peer_fail "the guest's tool learned QPN '$rqpn', ours is '$ourq'"
