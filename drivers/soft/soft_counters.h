@@ -28,11 +28,13 @@ namespace rdgram::soft {
 	X(rx_bad_bth_version, drop, "BTH transport header version is not 0")         \
 	X(rx_bad_opcode, drop, "BTH opcode is not UD SEND_ONLY[_WITH_IMMEDIATE]")    \
 	X(rx_bad_pkey, drop, "P_Key does not match the port's partition")            \
-	X(rx_unknown_qpn, drop, "destination QPN is not a QP of this queue")         \
+	X(rx_unknown_qpn, drop, "destination QPN is a QP of no queue of this port")  \
 	X(rx_bad_qkey, drop, "DETH Q_Key differs from the QP's Q_Key")               \
 	X(rx_bad_length, drop, "payload length negative or above the path MTU")      \
 	X(rx_bad_icrc, drop, "invariant CRC mismatch")                               \
-	X(rx_chained_mbuf, drop, "frame spans mbufs that cannot be linearized")
+	X(rx_chained_mbuf, drop, "frame spans mbufs that cannot be linearized")      \
+	X(rx_handoff_full, drop, "frame for another queue's QP, that queue's ring full") \
+	X(rx_group_copy_failed, drop, "no mbuf for a group member's copy")
 
 /* Everything the soft queue counts beyond RDGRAM_QP_COUNTERS. */
 #define RDGRAM_SOFT_COUNTERS(X)                                                                   \
@@ -41,6 +43,9 @@ namespace rdgram::soft {
 	X(rx_to_control, event, "ARP/ND frames handed to the control thread")                      \
 	X(tx_control, event, "control-thread frames (ARP/ND) sent")                                \
 	X(tx_control_dropped, event, "control-thread frames the port refused (freed; not a message)") \
+	X(rx_handoff_out, event, "frames handed to the queue that owns their QP")                   \
+	X(rx_handoff_in, event, "frames other queues handed to this one")                            \
+	X(rx_group_copies, event, "copies made for a group's other members (each counted on its own)") \
 	RDGRAM_SOFT_RX_DROPS(X)
 
 struct soft_counters : qp_counters {

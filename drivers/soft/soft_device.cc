@@ -257,6 +257,17 @@ int soft_device::open(const soft_config &cfg)
 	nrx_ = nrx;
 	ntx_ = ntx;
 	queue_live_.assign(cfg.nb_queues, false);
+	/* Several queues: a datagram that lands on the wrong one is handed
+	 * to its QP's (soft_steer.h). A ring holds a port ring's worth. */
+	if (cfg.nb_queues > 1) {
+		std::string serr;
+		if (int e = steer_.init(cfg.nb_queues, rte_align32pow2(nrx < 512 ? 512 : nrx),
+					cfg.nb_queues * soft_queue::max_qps, socket, cfg.qsbr, &serr);
+		    e != 0) {
+			err_ = "steering: " + serr;
+			return e;
+		}
+	}
 	for (uint16_t q = 0; q < cfg.nb_queues; q++) {
 		rc = rte_eth_rx_queue_setup(cfg.port_id, q, nrx, unsigned(socket), nullptr, mp_);
 		if (rc == 0)
@@ -369,6 +380,7 @@ void soft_device::close()
 		started_ = false;
 	}
 	/* Frames still in flight between the threads go back to the pool. */
+	handoff_freed_ += steer_.fini();
 	free_ring(ctl_rx_);
 	free_ring(ctl_tx_);
 	neigh_.clear();
@@ -638,6 +650,7 @@ int soft_device::create_queue(const queue_params &p, soft_queue &q)
 	q.attach(cfg_.port_id, p.index, mp_, &ahs_, v, ctl_rx_, p.index == 0 ? ctl_tx_ : nullptr,
 		 p.socket == SOCKET_ID_ANY ? ahs_.replica(0).socket() : p.socket);
 	q.report_ahn(cfg_.report_ahn ? &ahn_by_gid_ : nullptr);
+	q.set_steer(cfg_.nb_queues > 1 ? &steer_ : nullptr);
 	queue_live_[p.index] = true;
 	return 0;
 }
@@ -647,8 +660,15 @@ void soft_device::destroy_queue(soft_queue &q)
 	if (q.mempool() == nullptr)
 		return; /* never attached, or destroyed already */
 	/* Its queue pair is free again (if the device was not reopened). */
-	if (q.port_id() == cfg_.port_id && q.queue_id() < queue_live_.size())
+	if (q.port_id() == cfg_.port_id && q.queue_id() < queue_live_.size()) {
 		queue_live_[q.queue_id()] = false;
+		/* Its QPNs are free for the port's other queues; what was
+		 * handed to it and never taken goes back to the pool. */
+		if (q.steer() != nullptr)
+			for (unsigned i = 0; i < q.nb_qps(); i++)
+				steer_.release(q.qp(i)->qpn, q.queue_id());
+		handoff_freed_ += steer_.drain(q.queue_id());
+	}
 	q.detach();
 }
 

@@ -166,12 +166,16 @@ public:
 	 * not open. See error(). */
 	int create_queue(const queue_params &p, soft_queue &q);
 	/* Frees the frames q still holds for the port (tx_flush first to
-	 * send them) and makes its queue pair free for create_queue. No poll
-	 * thread may use q any more. */
+	 * send them), and those other queues handed to it that it never took
+	 * (counted: handoff_freed), and makes its queue pair free for
+	 * create_queue. No poll thread may use q any more. */
 	void destroy_queue(soft_queue &q);
 	/* Nothing to register: the PMD sends from any mempool. 0, or EINVAL
 	 * for nullptr. */
 	int register_mempool(rte_mempool *mp) const { return mp != nullptr ? 0 : EINVAL; }
+	/* Frames handed between queues (steering, soft_steer.h) that their
+	 * queue never took: freed by destroy_queue and close. */
+	uint64_t handoff_freed() const { return handoff_freed_; }
 	/* The port's descriptor counts, as the PMD adjusted them at open. */
 	uint16_t rx_desc() const { return nrx_; }
 	uint16_t tx_desc() const { return ntx_; }
@@ -219,6 +223,8 @@ private:
 	bool own_mp_ = false;
 	uint16_t nrx_ = 0, ntx_ = 0;
 	std::vector<bool> queue_live_; /* by port queue pair: a live soft_queue */
+	soft_steer steer_;             /* between the queues: nb_queues > 1 */
+	uint64_t handoff_freed_ = 0;
 	ah_table<soft_av> ahs_;
 	neigh_table neigh_;
 	/* report_ahn: sender GID -> one live AH to it, read by poll threads;

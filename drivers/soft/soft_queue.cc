@@ -37,10 +37,13 @@ void soft_queue::attach(uint16_t port, uint16_t queue, rte_mempool *mp, const ah
 
 unsigned soft_queue::detach()
 {
-	const unsigned n = nstash_;
-	rte_pktmbuf_free_bulk(stash_, n);
+	const unsigned n = nstash_ + nagain_;
+	rte_pktmbuf_free_bulk(stash_, nstash_);
+	rte_pktmbuf_free_bulk(again_, nagain_);
 	nstash_ = 0;
+	nagain_ = 0;
 	mp_ = nullptr;
+	steer_ = nullptr;
 	return n;
 }
 
@@ -55,6 +58,9 @@ int soft_queue::add_qp(uint32_t qpn, uint32_t qkey, bool privileged)
 		return ENOSPC;
 	if ((qkey & qkey_controlled) && !privileged)
 		return EPERM;
+	if (steer_ != nullptr)
+		if (int rc = steer_->claim(qpn, queue_); rc != 0)
+			return rc;
 	qps_[nqp_++] = soft_qp{qpn, qkey, 0, privileged};
 	return 0;
 }
@@ -70,19 +76,34 @@ int soft_queue::remove_qp(uint32_t qpn)
 	 * QP down one index. */
 	unsigned k = 0;
 	for (unsigned i = 0; i < nmc_; i++) {
-		if (mc_[i].qi == qi)
+		if (mc_[i].qi == qi) {
+			const wire::gid g = mc_[i].gid;
+			mc_[i].qi = ~0u; /* not a member any more for members_of */
+			if (steer_ != nullptr && members_of(g) == 0)
+				steer_->leave(g, queue_);
 			continue;
+		}
 		mc_[k] = mc_[i];
 		mc_[k].qi -= mc_[k].qi > qi ? 1 : 0;
 		k++;
 	}
 	nmc_ = k;
+	if (steer_ != nullptr)
+		steer_->release(qpn, queue_);
 	for (unsigned i = qi; i + 1 < nqp_; i++)
 		qps_[i] = qps_[i + 1];
 	nqp_--;
 	if (sq_ >= nqp_)
 		sq_ = 0;
 	return 0;
+}
+
+unsigned soft_queue::members_of(const wire::gid &g) const
+{
+	unsigned n = 0;
+	for (unsigned i = 0; i < nmc_; i++)
+		n += mc_[i].qi != ~0u && mc_[i].gid == g;
+	return n;
 }
 
 int soft_queue::attach_mcast(uint32_t qpn, const wire::gid &g)
@@ -95,10 +116,14 @@ int soft_queue::attach_mcast(uint32_t qpn, const wire::gid &g)
 	if (qi == nqp_)
 		return EINVAL;
 	for (unsigned i = 0; i < nmc_; i++)
-		if (memcmp(mc_[i].gid.raw, g.raw, 16) == 0)
-			return mc_[i].qi == qi ? 0 : EBUSY;
+		if (mc_[i].gid == g && mc_[i].qi == qi)
+			return 0;
 	if (nmc_ == max_mcast)
 		return ENOMEM;
+	/* The port learns this queue has members with its first one. */
+	if (steer_ != nullptr && members_of(g) == 0)
+		if (int rc = steer_->join(g, queue_); rc != 0)
+			return rc;
 	mc_[nmc_++] = mcast_member{g, qi};
 	return 0;
 }
@@ -108,8 +133,10 @@ int soft_queue::detach_mcast(uint32_t qpn, const wire::gid &g)
 	if (!g.is_multicast())
 		return EINVAL;
 	for (unsigned i = 0; i < nmc_; i++)
-		if (memcmp(mc_[i].gid.raw, g.raw, 16) == 0 && qps_[mc_[i].qi].qpn == qpn) {
+		if (mc_[i].gid == g && qps_[mc_[i].qi].qpn == qpn) {
 			mc_[i] = mc_[--nmc_];
+			if (steer_ != nullptr && members_of(g) == 0)
+				steer_->leave(g, queue_);
 			return 0;
 		}
 	return EINVAL;

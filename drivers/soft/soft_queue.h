@@ -25,6 +25,7 @@
 #include "rdgram/wire.h"
 #include "soft_av.h"
 #include "soft_counters.h"
+#include "soft_steer.h"
 
 namespace rdgram::soft {
 
@@ -90,7 +91,9 @@ public:
 	 * CAP_NET_RAW. The two-argument form is the trusted set-up path (the
 	 * process's own configuration, as before: rdgram-perf and rdgram-fwd
 	 * refuse controlled Q_Keys in their configs); code that sets up QPs for
-	 * a less trusted party passes privileged = false. 0, ENOSPC or EPERM. */
+	 * a less trusted party passes privileged = false. With steering, the
+	 * QPN becomes this queue's on the whole port (soft_steer::claim). 0,
+	 * ENOSPC, EPERM, or EEXIST: another queue of the port has qpn. */
 	int add_qp(uint32_t qpn, uint32_t qkey, bool privileged);
 	int add_qp(uint32_t qpn, uint32_t qkey) { return add_qp(qpn, qkey, true); }
 	/* Removes QP qpn (ibv_destroy_qp(3), or ibv_modify_qp(3) to RESET):
@@ -103,19 +106,22 @@ public:
 	/* Multicast attachment, ibv_attach_mcast(3)/ibv_detach_mcast(3):
 	 * QP qpn of this queue receives RoCEv2 datagrams sent to group g (its
 	 * IPv4-mapped or IPv6 multicast GID) with the multicast DQPN 0xFFFFFF.
-	 * A group is delivered to ONE QP per queue: the first attached one (a
-	 * later attach of the same group to another QP of the queue is
-	 * refused with EBUSY rather than silently never delivered); several
-	 * receivers of one group use separate queues or ports. Attaching is
-	 * the data-path half of a join: soft_device::join_mcast sends the
-	 * IGMP/MLD report. (The owning poll thread, or before it runs.)
-	 * attach: 0 (also when already attached to that QP); EINVAL: g is
-	 * not a multicast GID or qpn is not a QP of this queue; EBUSY: the
-	 * group is attached to another QP here; ENOMEM: max_mcast groups.
-	 * detach: 0; EINVAL: not a multicast GID, or not attached to qpn. */
+	 * Every QP attached to a group gets its own copy, on this queue and,
+	 * with steering (soft_steer.h), on the port's other queues: the
+	 * queue that receives the frame copies it for the others
+	 * (rx_group_copies; a copy without an mbuf is rx_group_copy_failed).
+	 * Attaching is the data-path half of a join: soft_device::join_mcast
+	 * sends the IGMP/MLD report. (The owning poll thread, or before it
+	 * runs.) attach: 0 (also when already attached to that QP); EINVAL: g
+	 * is not a multicast GID or qpn is not a QP of this queue; ENOMEM:
+	 * max_mcast attachments on this queue, or the port's group table is
+	 * full. detach: 0; EINVAL: not a multicast GID, or not attached to
+	 * qpn. */
 	int attach_mcast(uint32_t qpn, const wire::gid &g);
 	int detach_mcast(uint32_t qpn, const wire::gid &g);
 	unsigned nb_mcast() const { return nmc_; }
+	/* This queue's QPs attached to g. */
+	unsigned members_of(const wire::gid &g) const;
 	soft_qp *qp(unsigned i) { return i < nqp_ ? &qps_[i] : nullptr; }
 	unsigned nb_qps() const { return nqp_; }
 	/* Which local QP sends (its QPN goes in DETH); index into qps. */
@@ -124,10 +130,17 @@ public:
 	uint16_t port_id() const { return port_; }
 	rte_mempool *mempool() const { return mp_; }
 
+	/* Steering between the port's queues (soft_device::create_queue when
+	 * the port has more than one; nullptr: this queue receives only what
+	 * the port puts on it). (Setup, before any QP is added.) */
+	void set_steer(soft_steer *s) { steer_ = s; }
+	const soft_steer *steer() const { return steer_; }
+
 	/* Built packets the port has not taken yet. */
 	unsigned tx_pending() const { return nstash_; }
-	/* Teardown (soft_device::destroy_queue): frees them and forgets the
-	 * port (mempool() is nullptr until the next attach). Returns how
+	/* Teardown (soft_device::destroy_queue): frees them, and the group
+	 * copies still waiting for this queue's next rx_burst, and forgets
+	 * the port (mempool() is nullptr until the next attach). Returns how
 	 * many frames it freed. (soft_queue.cc) */
 	unsigned detach();
 	uint16_t queue_id() const { return queue_; }
@@ -165,9 +178,11 @@ public:
 	uint16_t tx_stage(send_wr *wrs, uint16_t n);
 
 	/* Receives up to n completions. Every frame read from the port is
-	 * either delivered, handed to the control thread, or dropped and
-	 * counted. Also sends what the control thread queued for this port
-	 * (queue 0 only; one ring-empty test per call otherwise).
+	 * either delivered, handed to the control thread, handed to the queue
+	 * that owns its QP (steering), or dropped and counted. Frames other
+	 * queues handed here, and this queue's own group copies, are taken
+	 * before the port. Also sends what the control thread queued for this
+	 * port (queue 0 only; one ring-empty test per call otherwise).
 	 * (soft_rx.h) */
 	uint16_t rx_burst(recv_wc *wcs, uint16_t n);
 
@@ -213,13 +228,16 @@ public:
 
 	/* soft_rx.h: the steps of rx_burst, public for the tests. */
 	/* true: delivered into wc. false: not delivered; m is the caller's to
-	 * free, except when it went to the control thread (ARP/ND on a queue
-	 * with a slow-path ring), which handed_to_control() then says once. */
-	bool parse(rte_mbuf *m, recv_wc &wc);
+	 * free, except when it went elsewhere (ARP/ND to the control thread,
+	 * a frame to the queue that owns its QP, a group's frame to another
+	 * queue with members), which handed_to_control() then says once.
+	 * tag: 0 for a frame from the port; what a hand-off put in its mbuf's
+	 * hash.usr otherwise (soft_steer.h, handoff_tag). */
+	bool parse(rte_mbuf *m, recv_wc &wc, uint32_t tag = 0);
 	bool handed_to_control()
 	{
-		bool t = to_ctl_;
-		to_ctl_ = false;
+		bool t = taken_;
+		taken_ = false;
 		return t;
 	}
 	/* The RoCEv2 ICRC of a frame whose masked fields are already all ones:
@@ -246,13 +264,23 @@ private:
 	static bool is_nd(const uint8_t *f, uint32_t flen);
 	/* One bulk lookup for the burst's senders. */
 	inline __rte_noinline void set_ahns(recv_wc *wcs, uint16_t n);
-	/* The attached group dst (4 or 16 bytes) names: its QP index, or -1. */
-	int mcast_lookup(bool v4, const uint8_t *dst) const;
+	/* A frame to a group (dst: 4 or 16 bytes): copies for the group's
+	 * other members (this queue's, and other queues' through steering),
+	 * then the QP index of the member that gets m, or -1 (m went
+	 * elsewhere or is dropped: taken_ or a counter says which). */
+	inline __rte_noinline int group_route(rte_mbuf *m, bool v4, const uint8_t *dst, uint32_t tag);
+	/* A unicast frame for a QP of another queue: staged for the owner's
+	 * ring (flushed once per rx_burst). */
+	inline void hand_off(rte_mbuf *m, uint16_t owner);
+	inline __rte_noinline void flush_handoff();
+	/* Local group copies waiting for the next rx_burst (in again_). */
+	inline void again(rte_mbuf *m);
 
 	uint16_t port_ = 0, queue_ = 0;
 	int guard_ = -1; /* burst_guard slot: net_memif ports only */
 	const dest_cache *ahn_ = nullptr; /* report_ahn: sender GID -> our AH */
-	bool to_ctl_ = false; /* parse handed its mbuf to the control thread */
+	bool taken_ = false; /* parse handed its mbuf on (control thread, other queue) */
+	soft_steer *steer_ = nullptr; /* steering between the port's queues */
 	crc32_kernel crc_ = crc32_select(); /* the ICRC kernel (attach, set_crc_kernel) */
 	unsigned sq_ = 0;
 	unsigned nqp_ = 0;
@@ -272,6 +300,13 @@ private:
 	soft_port_view view_{};
 	soft_counters ctr_{};
 	rte_mbuf *stash_[tx_stash_size];
+	/* Frames for other queues, staged during one rx_burst. */
+	unsigned nho_ = 0;
+	rte_mbuf *ho_[max_burst];
+	uint16_t hoq_[max_burst];
+	/* Group copies for this queue's second and later members. */
+	unsigned nagain_ = 0;
+	rte_mbuf *again_[max_burst];
 };
 
 } // namespace rdgram::soft

@@ -53,29 +53,49 @@ inline uint16_t soft_queue::rx_burst(recv_wc *wcs, uint16_t n)
 	if (n > max_burst)
 		n = max_burst;
 	rte_mbuf *pkts[max_burst];
+	/* First what waits for this queue: its own group copies, then what
+	 * other queues handed here (both tagged in hash.usr); then the port. */
+	uint16_t nh = 0;
+	if (unlikely(nagain_ != 0)) {
+		nh = uint16_t(nagain_ < n ? nagain_ : n);
+		memcpy(pkts, again_, nh * sizeof(pkts[0]));
+		nagain_ -= nh;
+		memmove(again_, again_ + nh, nagain_ * sizeof(again_[0]));
+	}
+	if (steer_ != nullptr && nh < n) {
+		const uint16_t k = uint16_t(rte_ring_sc_dequeue_burst(steer_->ring(queue_),
+								       reinterpret_cast<void **>(pkts + nh), n - nh, nullptr));
+		if (RDGRAM_TSAN)
+			for (uint16_t i = nh; i < nh + k; i++)
+				RDGRAM_TSAN_ACQUIRE(pkts[i]);
+		ctr_.rx_handoff_in += k;
+		nh = uint16_t(nh + k);
+	}
 	burst_guard::enter(guard_);
-	uint16_t nb = rte_eth_rx_burst(port_, queue_, pkts, n);
+	const uint16_t nb = uint16_t(nh + rte_eth_rx_burst(port_, queue_, pkts + nh, uint16_t(n - nh)));
 	burst_guard::leave(guard_);
 	if (RDGRAM_TSAN)
-		for (uint16_t i = 0; i < nb; i++)
+		for (uint16_t i = nh; i < nb; i++)
 			RDGRAM_TSAN_ACQUIRE(pkts[i]);
 	uint16_t out = 0;
 	for (uint16_t i = 0; i < nb; i++) {
 		if (i + 1 < nb)
 			rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-		if (likely(parse(pkts[i], wcs[out])))
+		if (likely(parse(pkts[i], wcs[out], unlikely(i < nh) ? pkts[i]->hash.usr : 0)))
 			out++;
-		else if (likely(!to_ctl_))
+		else if (likely(!taken_))
 			rte_pktmbuf_free(pkts[i]);
 		else
-			to_ctl_ = false; /* the control thread owns it now */
+			taken_ = false; /* the control thread or another queue owns it now */
 	}
+	if (unlikely(nho_ != 0))
+		flush_handoff();
 	if (ahn_ != nullptr && out != 0)
 		set_ahns(wcs, out);
 	return out;
 }
 
-inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
+inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc, uint32_t tag)
 {
 	if (unlikely(m->nb_segs != 1) && rte_pktmbuf_linearize(m) != 0) {
 		ctr_.rx_chained_mbuf++;
@@ -187,12 +207,17 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 		for (unsigned i = 0; i < view_.n_v6; i++)
 			mine |= memcmp(view_.v6[i], dst, 16) == 0;
 	}
-	/* Not one of our addresses: a multicast group a QP here attached to
-	 * (the unicast path pays nothing for it), else a mismatch. */
+	/* Not one of our addresses: a multicast group a QP of the port
+	 * attached to (the unicast path pays nothing for it), else a
+	 * mismatch. */
 	int mq = -1;
-	if (unlikely(!mine) && (nmc_ == 0 || (mq = mcast_lookup(v4, dst)) < 0)) {
-		ctr_.rx_dgid_mismatch++;
-		return false;
+	if (unlikely(!mine)) {
+		if (nmc_ == 0 && steer_ == nullptr && tag == 0) {
+			ctr_.rx_dgid_mismatch++;
+			return false;
+		}
+		if ((mq = group_route(m, v4, dst, tag)) < 0)
+			return false;
 	}
 	auto *bth = reinterpret_cast<wire::bth *>(udp + 1);
 	if (unlikely((bth->flags & wire::bth_tver_mask) != 0)) {
@@ -221,6 +246,16 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc)
 		while (qi < nqp_ && qps_[qi].qpn != dqpn)
 			qi++;
 		if (unlikely(qi == nqp_)) {
+			/* Another queue's QP: its poll thread delivers it. A
+			 * frame handed here already is not handed on (the QP
+			 * left this queue meanwhile). */
+			if (steer_ != nullptr && tag == 0) {
+				const int o = steer_->owner(dqpn);
+				if (o >= 0 && o != queue_) {
+					hand_off(m, uint16_t(o));
+					return false;
+				}
+			}
 			ctr_.rx_unknown_qpn++;
 			return false;
 		}
@@ -346,14 +381,114 @@ inline bool soft_queue::icrc_ok(uint8_t *f, bool v4, uint32_t l3_off, uint32_t i
 	return crc == got;
 }
 
-inline int soft_queue::mcast_lookup(bool v4, const uint8_t *dst) const
+int soft_queue::group_route(rte_mbuf *m, bool v4, const uint8_t *dst, uint32_t tag)
 {
-	for (unsigned i = 0; i < nmc_; i++) {
-		const wire::gid &g = mc_[i].gid;
-		if (v4 ? g.is_v4_mapped() && memcmp(g.raw + 12, dst, 4) == 0 : memcmp(g.raw, dst, 16) == 0)
-			return int(mc_[i].qi);
+	auto is_dst = [v4, dst](const wire::gid &g) {
+		return v4 ? g.is_v4_mapped() && memcmp(g.raw + 12, dst, 4) == 0 : memcmp(g.raw, dst, 16) == 0;
+	};
+	/* A copy made for one member: that member, if still attached. */
+	if (tag & handoff_tag::member) {
+		for (unsigned i = 0; i < nmc_; i++)
+			if (is_dst(mc_[i].gid) && qps_[mc_[i].qi].qpn == (tag & handoff_tag::qpn_mask))
+				return int(mc_[i].qi);
+		ctr_.rx_unknown_qpn++;
+		return -1;
 	}
-	return -1;
+	/* The frame is intact still (parse rearranges it only once it is
+	 * delivered): every copy is made from it here, and every copy goes
+	 * through the receiver's checks and counters on its own. */
+	uint64_t others = 0;
+	if (steer_ != nullptr && !(tag & handoff_tag::group_copy))
+		others = steer_->group_queues(v4, dst) & ~(1ull << queue_);
+	int first = -1;
+	for (unsigned i = 0; i < nmc_; i++) {
+		if (!is_dst(mc_[i].gid))
+			continue;
+		if (first < 0) {
+			first = int(mc_[i].qi);
+			continue;
+		}
+		rte_mbuf *c = rte_pktmbuf_copy(m, mp_, 0, UINT32_MAX);
+		if (c == nullptr) {
+			ctr_.rx_group_copy_failed++;
+			continue;
+		}
+		c->hash.usr = handoff_tag::handed | handoff_tag::member | qps_[mc_[i].qi].qpn;
+		again(c);
+	}
+	while (others != 0) {
+		const uint16_t q = uint16_t(__builtin_ctzll(others));
+		others &= others - 1;
+		rte_mbuf *c;
+		if (first < 0 && others == 0) {
+			c = m; /* no member here: the last queue gets the frame itself */
+			taken_ = true;
+		} else if ((c = rte_pktmbuf_copy(m, mp_, 0, UINT32_MAX)) == nullptr) {
+			ctr_.rx_group_copy_failed++;
+			continue;
+		} else {
+			ctr_.rx_group_copies++;
+		}
+		c->hash.usr = handoff_tag::handed | handoff_tag::group_copy;
+		hand_off(c, q);
+	}
+	if (first < 0 && !taken_)
+		ctr_.rx_dgid_mismatch++;
+	return first;
+}
+
+void soft_queue::hand_off(rte_mbuf *m, uint16_t owner)
+{
+	if (!(m->hash.usr & handoff_tag::group_copy))
+		m->hash.usr = handoff_tag::handed;
+	if (unlikely(nho_ == max_burst))
+		flush_handoff(); /* a group's copies on top of a burst's frames */
+	ho_[nho_] = m;
+	hoq_[nho_] = owner;
+	nho_++;
+	taken_ = true;
+}
+
+void soft_queue::flush_handoff()
+{
+	/* One burst per owner: the staged frames grouped by queue, in order. */
+	rte_mbuf *b[max_burst];
+	unsigned left = nho_;
+	while (left != 0) {
+		const uint16_t q = hoq_[0];
+		unsigned nb = 0, k = 0;
+		for (unsigned i = 0; i < left; i++) {
+			if (hoq_[i] == q) {
+				b[nb++] = ho_[i];
+			} else {
+				ho_[k] = ho_[i];
+				hoq_[k] = hoq_[i];
+				k++;
+			}
+		}
+		left = k;
+		if (RDGRAM_TSAN)
+			for (unsigned i = 0; i < nb; i++)
+				RDGRAM_TSAN_RELEASE(b[i]);
+		const unsigned sent = rte_ring_mp_enqueue_burst(steer_->ring(q), reinterpret_cast<void **>(b), nb, nullptr);
+		ctr_.rx_handoff_out += sent;
+		if (unlikely(sent != nb)) {
+			ctr_.rx_handoff_full += nb - sent;
+			rte_pktmbuf_free_bulk(b + sent, nb - sent);
+		}
+	}
+	nho_ = 0;
+}
+
+void soft_queue::again(rte_mbuf *m)
+{
+	if (unlikely(nagain_ == max_burst)) {
+		ctr_.rx_group_copy_failed++; /* more members than a burst holds */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	again_[nagain_++] = m;
+	ctr_.rx_group_copies++;
 }
 
 bool soft_queue::to_control(rte_mbuf *m)
@@ -366,7 +501,7 @@ bool soft_queue::to_control(rte_mbuf *m)
 		return false;
 	}
 	ctr_.rx_to_control++;
-	to_ctl_ = true;
+	taken_ = true;
 	return false;
 }
 

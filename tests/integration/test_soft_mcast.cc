@@ -3,8 +3,8 @@
  *
  * The soft driver's multicast half that rdgram-mcast (tests/integration/
  * mcast.sh) relies on, at the API: attach/detach error codes as
- * ibv_attach_mcast(3) gives them, delivery to the attached QP only with the
- * multicast DQPN, the drop of a group nobody attached, and join/leave
+ * ibv_attach_mcast(3) gives them, delivery to every attached QP only with
+ * the multicast DQPN, the drop of a group nobody attached, and join/leave
  * reports counted per group (first join, last leave).
  */
 #include <vector>
@@ -60,8 +60,7 @@ TEST_P(SoftMcast, AttachErrors)
 	ASSERT_EQ(p.q[1].attach_mcast(p.qpn[1], g), 0);
 	EXPECT_EQ(p.q[1].attach_mcast(p.qpn[1], g), 0) << "again: no-op";
 	ASSERT_EQ(p.q[1].add_qp(0x300, p.qkey), 0);
-	EXPECT_EQ(p.q[1].attach_mcast(0x300, g), EBUSY) << "one QP per group per queue";
-	EXPECT_EQ(p.q[1].detach_mcast(0x300, g), EINVAL);
+	EXPECT_EQ(p.q[1].detach_mcast(0x300, g), EINVAL) << "not attached (the group is, to another QP)";
 	for (unsigned i = 1; i < soft::soft_queue::max_mcast; i++) {
 		wire::gid x = g;
 		x.raw[15] = uint8_t(i + 1);
@@ -72,6 +71,36 @@ TEST_P(SoftMcast, AttachErrors)
 	EXPECT_EQ(p.q[1].attach_mcast(0x300, x), ENOMEM);
 	EXPECT_EQ(p.q[1].detach_mcast(p.qpn[1], g), 0);
 	EXPECT_EQ(p.q[1].nb_mcast(), soft::soft_queue::max_mcast - 1);
+}
+
+TEST_P(SoftMcast, EveryAttachedQpGetsItsCopy)
+{
+	soft_pair p(GetParam());
+	ASSERT_TRUE(p.ok);
+	const wire::gid g = ip_of(GetParam() ? "ff15::1:1" : "239.1.1.1");
+	ASSERT_EQ(p.q[1].add_qp(0x300, p.qkey), 0);
+	ASSERT_EQ(p.q[1].attach_mcast(p.qpn[1], g), 0);
+	ASSERT_EQ(p.q[1].attach_mcast(0x300, g), 0) << "ibv_attach_mcast(3): a second QP of one queue";
+	EXPECT_EQ(p.q[1].members_of(g), 2u);
+	recv_wc wc[4];
+	ASSERT_EQ(send_to_group(p, g, soft::soft_queue::mcast_qpn, wc), 1);
+	recv_wc more[4];
+	ASSERT_EQ(p.q[1].rx_burst(more, 4), 1) << "the copy, on the next burst";
+	EXPECT_EQ(wc[0].qp_num, p.qpn[1]);
+	EXPECT_EQ(more[0].qp_num, 0x300u);
+	EXPECT_EQ(more[0].byte_len, wc[0].byte_len);
+	EXPECT_EQ(memcmp(rte_pktmbuf_mtod(more[0].mbuf, const void *), rte_pktmbuf_mtod(wc[0].mbuf, const void *),
+			 wc[0].byte_len),
+		  0);
+	EXPECT_EQ(p.q[1].counters().rx_group_copies, 1u);
+	EXPECT_EQ(p.q[1].counters().rx_pkts, 2u);
+	rte_pktmbuf_free(wc[0].mbuf);
+	rte_pktmbuf_free(more[0].mbuf);
+	/* The copy waiting when the queue goes is freed with it. */
+	ASSERT_EQ(send_to_group(p, g, soft::soft_queue::mcast_qpn, wc), 1);
+	rte_pktmbuf_free(wc[0].mbuf);
+	EXPECT_EQ(p.q[1].detach(), 1u);
+	EXPECT_EQ(p.in_use(1), 0u);
 }
 
 TEST_P(SoftMcast, DeliveredOnlyWhenAttached)
