@@ -53,6 +53,9 @@ void load_soft_port(table_reader &t, soft_port_params &p)
 	p.neigh_retry_ms = uint32_t(get_key(t, "neigh_retry_ms", p.neigh_retry_ms));
 	p.neigh_retries = uint32_t(get_key(t, "neigh_retries", p.neigh_retries));
 	p.neigh_fail_hold_ms = uint32_t(get_key(t, "neigh_fail_hold_ms", p.neigh_fail_hold_ms));
+	const char *names[] = {"auto", "software", "flow"};
+	const std::string s = t.get_enum("steer", names[unsigned(p.steer)], {"auto", "software", "flow"});
+	p.steer = s == "software" ? steer_mode::software : s == "flow" ? steer_mode::flow : steer_mode::automatic;
 }
 
 uint32_t get_soft_key(table_reader &t, const char *name, uint32_t def)

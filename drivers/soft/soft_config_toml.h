@@ -13,6 +13,7 @@
  *   neigh_retry_ms      1 to 60000
  *   neigh_retries       1 to 100
  *   neigh_fail_hold_ms  0 to 86400000
+ *   steer               "auto", "software" or "flow" (soft_params.h)
  *
  * Cold path: config loading, before the EAL starts. (NOT thread safe)
  */

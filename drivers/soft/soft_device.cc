@@ -20,6 +20,7 @@
 #include <rte_devargs.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
+#include <rte_flow.h>
 #include <rte_jhash.h>
 #include <rte_kvargs.h>
 #include <rte_mbuf.h>
@@ -304,6 +305,18 @@ int soft_device::open(const soft_config &cfg)
 		return -rc;
 	}
 	started_ = true;
+	if (cfg.nb_queues > 1 && cfg.steer != steer_mode::software) {
+		std::string why;
+		if (int e = install_flows(&why); e != 0) {
+			if (cfg.steer == steer_mode::flow) {
+				err_ = "steer = \"flow\": " + why;
+				return e;
+			}
+			steering_ = "software (" + why + ")";
+		}
+	} else if (cfg.nb_queues > 1) {
+		steering_ = "software (steer = \"software\")";
+	}
 	if (cfg.set_mac)
 		mac_ = cfg.mac;
 	else
@@ -370,8 +383,72 @@ unsigned soft_device::drain_control_frames()
 	return n;
 }
 
+int soft_device::install_flows(std::string *why)
+{
+	const uint16_t port = cfg_.port_id;
+	for (size_t i = 0; i < cfg_.addresses.size(); i++) {
+		const wire::gid &g = cfg_.addresses[i];
+		const uint16_t queue = uint16_t(i % cfg_.nb_queues);
+		rte_flow_attr attr{};
+		attr.ingress = 1;
+		rte_flow_item_ipv4 v4{}, v4m{};
+		rte_flow_item_ipv6 v6{}, v6m{};
+		rte_flow_item pat[3]{};
+		pat[0].type = RTE_FLOW_ITEM_TYPE_ETH;
+		if (g.is_v4_mapped()) {
+			v4.hdr.dst_addr = g.v4();
+			v4m.hdr.dst_addr = RTE_BE32(0xffffffff);
+			pat[1].type = RTE_FLOW_ITEM_TYPE_IPV4;
+			pat[1].spec = &v4;
+			pat[1].mask = &v4m;
+		} else {
+			memcpy(v6.hdr.dst_addr, g.raw, 16);
+			memset(v6m.hdr.dst_addr, 0xff, 16);
+			pat[1].type = RTE_FLOW_ITEM_TYPE_IPV6;
+			pat[1].spec = &v6;
+			pat[1].mask = &v6m;
+		}
+		pat[2].type = RTE_FLOW_ITEM_TYPE_END;
+		rte_flow_action_queue qa{};
+		qa.index = queue;
+		rte_flow_action act[2]{};
+		act[0].type = RTE_FLOW_ACTION_TYPE_QUEUE;
+		act[0].conf = &qa;
+		act[1].type = RTE_FLOW_ACTION_TYPE_END;
+		rte_flow_error fe{};
+		int rc = rte_flow_validate(port, &attr, pat, act, &fe);
+		rte_flow *f = rc == 0 ? rte_flow_create(port, &attr, pat, act, &fe) : nullptr;
+		if (f == nullptr) {
+			rte_eth_dev_info info{};
+			rte_eth_dev_info_get(port, &info);
+			*why = std::string(info.driver_name != nullptr ? info.driver_name : "port") +
+			       ": rte_flow refused address " + std::to_string(i) + " -> queue " + std::to_string(queue) +
+			       ": " + (fe.message != nullptr ? fe.message : rte_strerror(rte_errno));
+			const int e = rte_errno != 0 ? rte_errno : ENOTSUP;
+			remove_flows();
+			return e;
+		}
+		flows_.push_back(f);
+	}
+	steering_ = "rte_flow (" + std::to_string(flows_.size()) + " rule(s): address i -> queue i % " +
+		    std::to_string(cfg_.nb_queues) + "), software hand-off for the rest";
+	return 0;
+}
+
+void soft_device::remove_flows()
+{
+	for (rte_flow *f : flows_) {
+		rte_flow_error fe{};
+		if (rte_eth_dev_is_valid_port(cfg_.port_id))
+			rte_flow_destroy(cfg_.port_id, f, &fe);
+	}
+	flows_.clear();
+}
+
 void soft_device::close()
 {
+	remove_flows();
+	steering_.clear();
 	if (started_) {
 		/* The owner may have closed the port already (to count the
 		 * mbufs its queues gave back before the pool goes). */

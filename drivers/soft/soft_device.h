@@ -26,6 +26,8 @@
 #include <rte_ether.h>
 #include <rte_mempool.h>
 
+struct rte_flow;
+
 #include "rdgram/dest_cache.h"
 #include "rdgram/device.h"
 #include "rdgram/queue_params.h"
@@ -173,6 +175,13 @@ public:
 	/* Nothing to register: the PMD sends from any mempool. 0, or EINVAL
 	 * for nullptr. */
 	int register_mempool(rte_mempool *mp) const { return mp != nullptr ? 0 : EINVAL; }
+	/* How datagrams reach their QP's queue (nb_queues > 1): "rte_flow
+	 * (...)" when the port took a rule per address (soft_params.h,
+	 * steer), else "software (why)": the port's own spread and the
+	 * hand-off. Empty with one queue. For an app's start-up line. */
+	const std::string &steering() const { return steering_; }
+	/* The queue rte_flow puts datagrams to address sgid_index on. */
+	uint16_t queue_of_address(unsigned sgid_index) const { return uint16_t(sgid_index % cfg_.nb_queues); }
 	/* Frames handed between queues (steering, soft_steer.h) that their
 	 * queue never took: freed by destroy_queue and close. */
 	uint64_t handoff_freed() const { return handoff_freed_; }
@@ -224,6 +233,10 @@ private:
 	uint16_t nrx_ = 0, ntx_ = 0;
 	std::vector<bool> queue_live_; /* by port queue pair: a live soft_queue */
 	soft_steer steer_;             /* between the queues: nb_queues > 1 */
+	std::vector<rte_flow *> flows_; /* steer: a rule per address */
+	std::string steering_;
+	int install_flows(std::string *why);
+	void remove_flows();
 	uint64_t handoff_freed_ = 0;
 	ah_table<soft_av> ahs_;
 	neigh_table neigh_;

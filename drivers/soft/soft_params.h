@@ -13,6 +13,14 @@
 
 namespace rdgram::soft {
 
+/* How a datagram reaches the queue of its QP when the port has several
+ * (soft_steer.h): "auto" asks the port for one rte_flow rule per address
+ * (IPv4/IPv6 destination -> queue: address i goes to queue i % nb_queues)
+ * and hands off in software what still lands on the wrong queue; "software"
+ * takes the port's own spread and hands off; "flow" is "auto" that fails to
+ * open when the port refuses a rule. */
+enum class steer_mode : uint8_t { automatic, software, flow };
+
 struct soft_port_params {
 	uint16_t pkey = 0xffff;
 	uint32_t mtu = 4096;            /* path MTU: 256..4096 (IB MTU enum sizes) */
@@ -23,6 +31,7 @@ struct soft_port_params {
 	uint32_t neigh_retry_ms = 100;  /* retransmit interval */
 	uint32_t neigh_retries = 3;     /* requests before giving up */
 	uint32_t neigh_fail_hold_ms = 1000; /* a failure is remembered this long */
+	steer_mode steer = steer_mode::automatic; /* nb_queues > 1 only */
 };
 
 } // namespace rdgram::soft
