@@ -108,7 +108,7 @@ int ah_service::start(device &dev, control_thread &ctl, const ah_service_config 
 	int rc = 0;
 	ctl.call([&] {
 		reg_ = new ah_registry(dev, cfg.capacity);
-		reg_->set_evict_hook(&ah_service::on_evict, this);
+		reg_->add_evict_hook(&ah_service::on_evict, this);
 		rc = dc_.init(reg_->capacity(), cfg.socket, cfg.qsbr);
 		gids_.build(dev.port().gids);
 	});

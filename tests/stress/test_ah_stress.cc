@@ -751,14 +751,14 @@ TEST(AhStress, TwoPollThreadsAgainstControlChurn)
 		s[i].seed = 0x1234567ull + i * 0x9e3779b9ull;
 	}
 
-	reg.set_evict_hook(&churn_ctx::evict_cb, &c);
+	reg.add_evict_hook(&churn_ctx::evict_cb, &c);
 	ASSERT_EQ(g_rt->ctl().add_poller(&churn_ctx::poll_cb, &c), 0);
 	const auto t0 = std::chrono::steady_clock::now();
 	const unsigned worker = rte_get_next_lcore(rte_get_main_lcore(), 1, 0);
 	if (launch_on_lcore(sender_main, &s[1], worker) != 0) {
 		g_rt->ctl().remove_poller(&churn_ctx::poll_cb, &c); /* it points into this frame */
 		g_rt->ctl().call([&] {
-			reg.set_evict_hook(nullptr, nullptr);
+			reg.remove_evict_hook(&churn_ctx::evict_cb, &c);
 			reg.clear();
 			dc.fini();
 		});
@@ -830,7 +830,7 @@ TEST(AhStress, TwoPollThreadsAgainstControlChurn)
 		c.check_invariants();
 		live_before = p.dev.live_ahs();
 		reg_size = reg.size();
-		reg.set_evict_hook(nullptr, nullptr);
+		reg.remove_evict_hook(&churn_ctx::evict_cb, &c);
 		reg.clear();
 		dc.fini();
 		p.dev.reclaim();

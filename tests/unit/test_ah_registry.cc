@@ -554,14 +554,17 @@ TEST(AhRegistry, EvictHookSeesEveryDestroyedEntry)
 	struct seen_t {
 		std::vector<ah_key> keys;
 		std::vector<ah_handle> handles;
-	} seen;
+		static void cb(void *arg, const ah_key &k, ah_handle h)
+		{
+			static_cast<seen_t *>(arg)->keys.push_back(k);
+			static_cast<seen_t *>(arg)->handles.push_back(h);
+		}
+	} seen, seen2;
 	g_rt->ctl().call([&] {
-		f.reg->set_evict_hook(
-			[](void *arg, const ah_key &k, ah_handle h) {
-				static_cast<seen_t *>(arg)->keys.push_back(k);
-				static_cast<seen_t *>(arg)->handles.push_back(h);
-			},
-			&seen);
+		EXPECT_EQ(f.reg->add_evict_hook(seen_t::cb, &seen), 0);
+		EXPECT_EQ(f.reg->add_evict_hook(seen_t::cb, &seen), EEXIST);
+		/* A second component on the same registry sees the same. */
+		EXPECT_EQ(f.reg->add_evict_hook(seen_t::cb, &seen2), 0);
 	});
 	int err;
 	ah_handle a = f.acquire(flow(f.p, 0), &err);
@@ -581,7 +584,12 @@ TEST(AhRegistry, EvictHookSeesEveryDestroyedEntry)
 	g_rt->ctl().call([&] { f.reg->clear(); });
 	ASSERT_EQ(seen.handles.size(), 3u);
 	EXPECT_EQ(seen.handles[2], b);
-	g_rt->ctl().call([&] { f.reg->set_evict_hook(nullptr, nullptr); });
+	EXPECT_EQ(seen2.handles, seen.handles);
+	g_rt->ctl().call([&] {
+		f.reg->remove_evict_hook(seen_t::cb, &seen);
+		f.reg->remove_evict_hook(seen_t::cb, &seen2);
+		EXPECT_EQ(f.reg->nb_evict_hooks(), 0u);
+	});
 }
 
 TEST(AhRegistry, MemoryPerEntry)

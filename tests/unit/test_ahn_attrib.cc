@@ -28,6 +28,7 @@
 #include <rte_cycles.h>
 
 #include "eal_env.h"
+#include "rdgram/ah_service.h"
 #include "rdgram/ahn_attrib.h"
 
 using namespace rdgram;
@@ -423,4 +424,51 @@ TEST(AhnAttrib, FullDeviceTableEvictsAndRetries)
 	EXPECT_EQ(st.failed, 0u);
 	EXPECT_EQ(st.bound - st.unbound, b.at.map().live());
 	EXPECT_EQ(b.misattributed, 0u);
+}
+
+TEST(AhnAttrib, SharesAnAhServiceRegistry)
+{
+	/* One registry for the process's AHs: ah_service's, with ahn_attrib's
+	 * eviction hook beside the service's own. */
+	soft_pair p;
+	ASSERT_TRUE(p.ok);
+	ah_service svc;
+	ah_service_config sc;
+	sc.capacity = 64;
+	sc.qsbr = g_rt->qsbr();
+	ASSERT_EQ(svc.start(p.dev[1], g_rt->ctl(), sc), 0);
+	ahn_attrib at;
+	int rc = -1;
+	ahn_sender s{};
+	s.sgid = p.addr[0];
+	s.dgid = p.addr[1];
+	s.qpn = p.qpn[0];
+	s.connid = ahn_map::any_connid;
+	unsigned hooks = 0;
+	g_rt->ctl().call([&] {
+		ahn_attrib_config c;
+		c.max_peers = 16;
+		c.max_senders = 16;
+		c.qsbr = g_rt->qsbr();
+		rc = at.init(p.dev[1], svc.registry(), c);
+		hooks = svc.registry().nb_evict_hooks();
+		at.handle(s);
+	});
+	ASSERT_EQ(rc, 0);
+	EXPECT_EQ(hooks, 2u);
+	EXPECT_EQ(at.stats().bound, 1u);
+	EXPECT_NE(at.sender_ah(p.addr[0]), ah_null);
+	/* The registry trims the unreferenced sender AH: ahn_attrib follows. */
+	g_rt->ctl().call([&] {
+		svc.registry().trim();
+		hooks = 0;
+	});
+	EXPECT_EQ(at.stats().evicted, 1u);
+	EXPECT_EQ(at.sender_ah(p.addr[0]), ah_null);
+	g_rt->ctl().call([&] {
+		at.fini();
+		hooks = svc.registry().nb_evict_hooks();
+	});
+	EXPECT_EQ(hooks, 1u) << "fini takes only its own hook";
+	svc.stop();
 }

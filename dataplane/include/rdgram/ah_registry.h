@@ -56,10 +56,11 @@
  * overlap with the creations before it; otherwise each element is exactly
  * acquire().
  *
- * An eviction hook (set_evict_hook) is called for every entry the registry
+ * Eviction hooks (add_evict_hook: a list, so that several components share
+ * one registry, e.g. ah_service's dest_cache and ahn_attrib's bindings) are
+ * called, in the order they were added, for every entry the registry
  * destroys (eviction, trim, clear, the destructor), just before the
- * driver's destroy_ah: e.g. to erase the key from a dest_cache. It must not
- * call back into the registry.
+ * driver's destroy_ah. A hook must not call back into the registry.
  */
 #ifndef RDGRAM_AH_REGISTRY_H
 #define RDGRAM_AH_REGISTRY_H
@@ -200,8 +201,7 @@ public:
 			entry &e = ent_[x];
 			if (e.h == ah_null)
 				continue; /* on the free list */
-			if (hook_ != nullptr)
-				hook_(hook_arg_, e.key, e.h);
+			run_hooks(e.key, e.h);
 			dev_.destroy_ah(e.h);
 			slot_[e.h.slot] = 0;
 			if (!wipe)
@@ -214,12 +214,30 @@ public:
 		size_ = nunref_ = 0;
 	}
 
-	/* The eviction hook (nullptr: none); see the top of this file. */
-	void set_evict_hook(evict_fn fn, void *arg)
+	/* Eviction hooks; see the top of this file. add: 0; EEXIST: (fn,
+	 * arg) is there already; ENOSPC: max_hooks. remove: a pair that is
+	 * not there is ignored. */
+	static constexpr unsigned max_hooks = 4;
+	int add_evict_hook(evict_fn fn, void *arg)
 	{
-		hook_ = fn;
-		hook_arg_ = arg;
+		for (unsigned i = 0; i < nhooks_; i++)
+			if (hooks_[i].fn == fn && hooks_[i].arg == arg)
+				return EEXIST;
+		if (nhooks_ == max_hooks)
+			return ENOSPC;
+		hooks_[nhooks_++] = hook{fn, arg};
+		return 0;
 	}
+	void remove_evict_hook(evict_fn fn, void *arg)
+	{
+		for (unsigned i = 0; i < nhooks_; i++)
+			if (hooks_[i].fn == fn && hooks_[i].arg == arg) {
+				std::copy(hooks_ + i + 1, hooks_ + nhooks_, hooks_ + i);
+				nhooks_--;
+				return;
+			}
+	}
+	unsigned nb_evict_hooks() const { return nhooks_; }
 
 	uint32_t capacity() const { return cap_; }
 	size_t size() const { return size_; }
@@ -415,8 +433,7 @@ private:
 		const uint32_t x = lru_head_;
 		entry &e = ent_[x];
 		lru_unlink(x);
-		if (hook_ != nullptr)
-			hook_(hook_arg_, e.key, e.h);
+		run_hooks(e.key, e.h);
 		dev_.destroy_ah(e.h);
 		index_erase(x);
 		slot_[e.h.slot] = 0;
@@ -491,8 +508,17 @@ private:
 	uint32_t size_ = 0;
 	uint32_t nunref_ = 0;
 	uint32_t lru_head_ = nil, lru_tail_ = nil; /* least recently released first */
-	evict_fn hook_ = nullptr;
-	void *hook_arg_ = nullptr;
+	struct hook {
+		evict_fn fn;
+		void *arg;
+	};
+	hook hooks_[max_hooks]{};
+	unsigned nhooks_ = 0;
+	void run_hooks(const ah_key &k, ah_handle h)
+	{
+		for (unsigned i = 0; i < nhooks_; i++)
+			hooks_[i].fn(hooks_[i].arg, k, h);
+	}
 	ah_registry_stats st_{};
 };
 
