@@ -64,7 +64,24 @@ struct mcast_config {
 	std::string driver = "soft";
 	std::string device;                /* verbs: ibv device; empty: the first with an active port */
 	std::string local;                 /* verbs: the port's IP address for rdma_cm; empty: its RoCEv2 GID */
+	/* Poll threads (--workers, `workers`), each with its own queue of
+	 * every port and its own QPs. The publisher's workers each own the
+	 * groups g with g % workers == w (a group's sequence numbers come
+	 * from one thread, as a feed's channel does). A subscriber's workers
+	 * take worker_groups: "split" (the same ownership: a feed handler's
+	 * channels sharded over its cores) or "all" (every worker's QP
+	 * attaches every group and receives every datagram, as that many
+	 * receivers on separate cores would). */
+	uint32_t workers = 1;
+	std::string worker_groups = "split";
 };
+
+/* Whether worker w of n takes group g (subscriber with all_groups: every
+ * group; publisher: never all). */
+inline bool worker_takes(uint32_t g, uint32_t w, uint32_t n, bool all_groups)
+{
+	return all_groups || g % n == w;
+}
 
 /* Reads [mcast] of a TOML file into c; throws config_error with file:line:col. */
 void load_mcast_config(const std::string &path, mcast_config &c);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "cli.h"
+#include "driver.h"
 #include "mcast.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
@@ -43,12 +44,12 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 			34};
 	std::string cfg_path, mode;
 	std::vector<std::string> groups, addrs, skip, dup;
-	uint32_t subs = 0, size = 0, qpn = 0;
+	uint32_t subs = 0, size = 0, qpn = 0, workers = 0;
 	int64_t pub_id = -1;
 	int64_t qkey = -1;
 	double rate = -1, duration = -1, status = -1, idle = -1;
 	int64_t count = -1;
-	std::string port, hist_csv, hist_plot, driver, device, local;
+	std::string port, hist_csv, hist_plot, driver, device, local, worker_groups;
 	app.add("-c,--config", cfg_path, "TOML config file ([mcast], [eal]); options below override it");
 	app.add("--mode", mode, "pub, sub, or both (publisher + --subscribers in one process) [both]")
 		.one_of({"pub", "sub", "both"});
@@ -77,8 +78,16 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 	app.add("--port", port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
 	app.add("--address", addrs, "pub/sub: the port's IPv4/IPv6 address; repeat for both families [none]");
 	app.add("--driver", driver, "soft (RoCEv2 over a DPDK port) or verbs (an RDMA device; groups joined "
-				    "through rdma_cm, the subscriber's QP attached with ibv_attach_mcast) [soft]")
-		.one_of({"soft", "verbs"});
+				    "through rdma_cm, the subscriber's QP attached with ibv_attach_mcast); mlx5 and efa "
+				    "say why they cannot [soft]");
+	app.add("--workers", workers, "poll threads, each with its own queue of every port and its own QPs; "
+				      "the main lcore may be one (-l 0,1 -- --workers 2) [1]")
+		.range(1u, 64u);
+	app.add("--worker-groups", worker_groups, "subscriber workers: split (worker w takes the groups g with "
+						  "g % workers == w, as a feed handler shards its channels) or all "
+						  "(every worker's QP attaches every group and receives every "
+						  "datagram); publisher workers always split [split]")
+		.one_of({"split", "all"});
 	app.add("--device", device, "verbs: RDMA device name [the first with an active port]");
 	app.add("--local", local, "verbs: the port's IP address rdma_cm joins from (InfiniBand: its IPoIB "
 				  "address) [the port's RoCEv2 GID of the group's family]");
@@ -145,6 +154,10 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 		c.port = port;
 	if (!driver.empty())
 		c.driver = driver;
+	if (workers != 0)
+		c.workers = workers;
+	if (!worker_groups.empty())
+		c.worker_groups = worker_groups;
 	if (!device.empty())
 		c.device = device;
 	if (!local.empty())
@@ -168,6 +181,16 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 		parse_ip("239.1.1.1", &a);
 		parse_ip("ff15::1:1", &b);
 		c.groups = {a, b};
+	}
+	/* The driver, named once (apps/common/driver.h): unknown, or not
+	 * built with meson's reason. */
+	{
+		apps::driver_kind k;
+		std::string err;
+		if (apps::parse_driver(c.driver, &k, &err) != 0) {
+			fprintf(stderr, "rdgram-mcast: %s\n", err.c_str());
+			return 2;
+		}
 	}
 	const char *bad = config_refusal(c, qkey >= 0);
 	if (bad != nullptr) {

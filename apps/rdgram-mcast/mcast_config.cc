@@ -43,7 +43,9 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 		}
 		c.hist_csv = t->get_string("hist_csv", c.hist_csv);
 		c.hist_plot = t->get_string("hist_plot", c.hist_plot);
-		c.driver = t->get_enum("driver", c.driver, {"soft", "verbs"});
+		c.driver = t->get_string("driver", c.driver); /* checked with the command line's (driver.h) */
+		c.workers = uint32_t(t->get_int("workers", c.workers, 1, 64));
+		c.worker_groups = t->get_enum("worker_groups", c.worker_groups, {"split", "all"});
 		c.device = t->get_string("device", c.device);
 		c.local = t->get_string("local", c.local);
 		t->finish();
@@ -63,6 +65,15 @@ const char *config_refusal(const mcast_config &c, bool qkey_given)
 		return "at most 8 groups";
 	if (has_pub && c.count == 0 && c.duration == 0)
 		return "the publisher needs --count or --duration";
+	/* Each publisher worker sends its own groups (a group's sequence
+	 * numbers come from one thread); split subscriber workers likewise. */
+	if (has_pub && c.workers > c.groups.size())
+		return "more --workers than groups: each publisher worker publishes groups of its own (g % workers)";
+	if (has_sub && c.worker_groups == "split" && c.workers > c.groups.size())
+		return "more --workers than groups: with --worker-groups split each subscriber worker takes groups of "
+		       "its own (or use --worker-groups all)";
+	if (!verbs && c.qpn + (c.workers - 1) > 0xfffffe)
+		return "--qpn + --workers - 1 passes 0xfffffe (worker w's QP is --qpn + w)";
 #ifndef RDGRAM_MCAST_VERBS
 	if (verbs)
 		return "this rdgram-mcast was built without the verbs driver's multicast (libibverbs-dev, librdmacm-dev)";

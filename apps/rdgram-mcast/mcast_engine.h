@@ -2,10 +2,11 @@
  * Copyright(c) 2026 The rdgram authors
  *
  * rdgram-mcast's data path: the publisher (paced, sequence-numbered,
- * TSC-stamped messages to every group), the subscribers (sequence checks
+ * TSC-stamped messages to its groups), the subscribers (sequence checks
  * and the one-way latency histogram) and the poll loop that runs them, in
- * turn, on one poll thread, with the in-process switch between them in
- * --mode both. Everything is a template over the driver's queue type
+ * turn, on each worker's poll thread (its own queue of every port), with
+ * the in-process switch between the ports on worker 0 in --mode both.
+ * Everything is a template over the driver's queue type
  * (rdgram/ud.h's ud_driver: soft::soft_queue or verbs::verbs_queue): the
  * driver is chosen once, in main(), and no call here branches on it or
  * goes through a virtual table. Per message: no heap, no syscall, no lock.
@@ -37,21 +38,25 @@ inline constexpr unsigned burst = 32;
 /* The destination QPN of a send to a group (IBA 9.8.1). */
 inline constexpr uint32_t group_qpn = 0xFFFFFF;
 
-/* The publisher: what it sends to, and how far it got. */
+/* The publisher's part of one worker: what it sends to, and how far it
+ * got. */
 struct pub_state {
-	std::vector<ah_handle> ahs;  /* one per group */
-	std::vector<uint32_t> qkeys; /* per group: the Q_Key to send with */
+	std::vector<uint32_t> groups; /* the indices (in the config) of the groups this worker publishes */
+	std::vector<ah_handle> ahs;   /* per group index; used for this worker's groups */
+	std::vector<uint32_t> qkeys;  /* per group index: the Q_Key to send with */
 	pacer pace;
 	uint64_t next_seq = 1;         /* sequence numbers start at 1 */
 	uint64_t last_seq = 0;         /* the highest number handed to the driver */
 	std::atomic<uint64_t> sent{0}; /* messages (per group) handed over; the status line reads it */
+	std::unique_ptr<uint64_t[]> accepted; /* per group index: WRs the queue took (duplicates included) */
 	std::unique_ptr<uint8_t[]> bufs; /* burst payloads */
 	bool done = false;
 	uint64_t refused = 0; /* WRs the port queue never took */
 };
 
-/* One subscriber's view of the streams. The counters are relaxed atomics
- * written by the poll thread alone, so the status line can read them. */
+/* One subscriber's view of the streams, on one worker. The counters are
+ * relaxed atomics written by the poll thread alone, so the status line
+ * can read them. */
 struct sub_state {
 	std::unique_ptr<seq_tracker[]> trk; /* per group index */
 	apps::latency_hist hist;
@@ -59,26 +64,39 @@ struct sub_state {
 	uint64_t last_rx = 0; /* TSC of the last message */
 };
 
-/* One run: the publisher's queue (if any), the subscribers' queues, the
- * switch (--mode both on the soft driver), and when to stop. Built on the
- * main thread before the poll thread starts; the poll thread then owns
- * everything but the atomics. */
-template <ud_driver Q> struct session {
-	static_assert(Q::max_burst >= burst);
-
+/* What every worker of a run shares: the options, the clock, and how the
+ * publishers are getting on. Built on the main thread before the workers
+ * start. */
+struct run_shared {
 	const mcast_config *c = nullptr;
 	runtime *rt = nullptr;
 	const volatile sig_atomic_t *signalled = nullptr; /* SIGINT/SIGTERM seen */
+	uint64_t hz = 0, start = 0, end_tsc = 0;
+	uint64_t idle_ticks = 0;        /* sub: stop after this long without data */
+	unsigned pub_workers = 0;       /* workers with a publisher part */
+	std::atomic<unsigned> pubs_done{0};
+	std::atomic<bool> stop{false};
+};
+
+/* One worker (poll thread): its queue of the publisher's port (if any),
+ * its queue of every subscriber's port, and, on worker 0 of --mode both,
+ * the switch. Built on the main thread before the workers start; the
+ * worker then owns everything but the atomics. */
+template <ud_driver Q> struct worker {
+	static_assert(Q::max_burst >= burst);
+
+	run_shared *r = nullptr;
+	unsigned index = 0;
+	unsigned lcore = 0;
 	Q *pub_q = nullptr;
 	std::unique_ptr<pub_state> pub; /* with pub_q */
 	std::vector<Q *> sub_q;
 	std::vector<std::unique_ptr<sub_state>> subs; /* subs[k] reads sub_q[k] */
-	flood_switch *sw = nullptr;
-	uint64_t hz = 0, start = 0, end_tsc = 0;
-	uint64_t idle_ticks = 0;  /* sub: stop after this long without data */
-	uint64_t drain_until = 0; /* publisher done, wires draining */
-	std::atomic<bool> running{false}, finished{false};
-	std::atomic<bool> stop{false};
+	std::vector<uint32_t> sub_groups;             /* the group indices its subscriber QPs attached */
+	flood_switch *sw = nullptr;                   /* worker 0, --mode both */
+	bool in_both = false;                         /* --mode both: the switch feeds the ports */
+	uint64_t drain_until = 0;                     /* publishers done, wires draining */
+	bool pub_counted = false;
 };
 
 inline bool is_listed(const std::vector<uint64_t> &v, uint64_t s)
@@ -94,13 +112,14 @@ inline void bump(std::atomic<uint64_t> &a)
 	a.store(a.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }
 
-/* The publisher's share of one loop turn: as many messages as the pacer
- * allows, each to every group. (NOT multi-thread safe: the poll thread.) */
-template <ud_driver Q> void publish_some(session<Q> &r, uint64_t now)
+/* A worker's publisher share of one loop turn: as many messages as the
+ * pacer allows, each to every group the worker publishes. (NOT multi-thread safe: the poll thread.) */
+template <ud_driver Q> void publish_some(worker<Q> &w, uint64_t now)
 {
+	const run_shared &r = *w.r;
 	const mcast_config &c = *r.c;
-	pub_state &p = *r.pub;
-	const uint32_t ng = uint32_t(p.ahs.size());
+	pub_state &p = *w.pub;
+	const uint32_t ng = uint32_t(p.groups.size());
 	if (p.done)
 		return;
 	if ((c.count != 0 && p.next_seq > c.count) || (r.end_tsc != 0 && now >= r.end_tsc) || *r.signalled) {
@@ -115,20 +134,30 @@ template <ud_driver Q> void publish_some(session<Q> &r, uint64_t now)
 	if (n == 0)
 		return;
 	send_wr wrs[burst];
+	uint8_t grp[burst]; /* the group index of each WR */
 	uint32_t nw = 0;
 	const uint64_t tsc = rte_rdtsc();
 	for (uint32_t i = 0; i < n; i++) {
-		const uint64_t s = p.next_seq++;
+		const uint64_t s = p.next_seq;
 		/* Fault injection: a skipped number is never sent (a gap), a
 		 * duplicated one goes twice. Lists are a few entries long. */
-		if (!c.skip_seq.empty() && is_listed(c.skip_seq, s))
-			continue;
+		const bool skip = !c.skip_seq.empty() && is_listed(c.skip_seq, s);
 		const unsigned copies = (!c.dup_seq.empty() && is_listed(c.dup_seq, s)) ? 2 : 1;
-		for (unsigned k = 0; k < copies && nw + ng <= burst; k++)
-			for (uint32_t g = 0; g < ng; g++) {
+		/* A duplicate's second copy takes room in the burst: a message
+		 * that no longer fits waits for the next turn (its token is
+		 * spent: it goes a little late) rather than being lost. */
+		if (!skip && nw + copies * ng > burst)
+			break;
+		p.next_seq++;
+		if (skip)
+			continue;
+		for (unsigned k = 0; k < copies; k++)
+			for (uint32_t j = 0; j < ng; j++) {
+				const uint32_t g = p.groups[j];
 				uint8_t *b = p.bufs.get() + size_t(nw) * c.size;
 				msg_hdr h{msg_magic, c.publisher_id, s, tsc, g, c.size};
 				memcpy(b, &h, sizeof(h));
+				grp[nw] = uint8_t(g);
 				wrs[nw++] = send_wr{p.ahs[g], group_qpn, p.qkeys[g], nullptr, b, c.size, 0, send_inline};
 			}
 		p.last_seq = s;
@@ -137,20 +166,28 @@ template <ud_driver Q> void publish_some(session<Q> &r, uint64_t now)
 	/* The port queue takes everything unless it is full: retry on this
 	 * turn, the switch drains the ring on the next one. */
 	for (unsigned tries = 0; off < nw && tries < 64; tries++)
-		off += r.pub_q->tx_burst(wrs + off, uint16_t(nw - off));
+		off += w.pub_q->tx_burst(wrs + off, uint16_t(nw - off));
 	p.refused += nw - off; /* inline payloads: nothing to free */
-	r.pub_q->tx_flush();
+	for (uint32_t i = 0; i < off; i++)
+		p.accepted[grp[i]]++;
+	w.pub_q->tx_flush();
 	p.sent.store(p.last_seq, std::memory_order_relaxed);
 }
 
 /* Subscriber k's share: every completion checked and recorded; true when
- * there was one. (NOT multi-thread safe: the poll thread.) */
-template <ud_driver Q> bool receive_some(session<Q> &r, size_t k, uint64_t now)
+ * there was one. now: the clock before the burst (read again after it).
+ * (NOT multi-thread safe: the poll thread.) */
+template <ud_driver Q> bool receive_some(worker<Q> &w, size_t k, uint64_t now)
 {
-	sub_state &s = *r.subs[k];
+	const run_shared &r = *w.r;
+	sub_state &s = *w.subs[k];
 	recv_wc wcs[burst];
-	const uint16_t n = r.sub_q[k]->rx_burst(wcs, burst);
+	const uint16_t n = w.sub_q[k]->rx_burst(wcs, burst);
 	const uint32_t ng = uint32_t(r.c->groups.size());
+	/* With several workers the sender is another thread: a clock read
+	 * before the burst may precede its stamp. One read per burst. */
+	if (n != 0)
+		now = rte_rdtsc();
 	for (uint16_t i = 0; i < n; i++) {
 		rte_mbuf *m = wcs[i].mbuf;
 		const uint32_t plen = wcs[i].byte_len - wire::grh_len;
@@ -191,68 +228,83 @@ template <ud_driver Q> void discard_rx(Q &q)
 		rte_pktmbuf_free(wcs[i].mbuf);
 }
 
-/* The poll thread (launch_on_lcore's f; arg: the session). Runs until the
- * publisher is done and the wires drained, every subscriber was idle for
- * idle_timeout after its last message, --duration is over, a signal came,
- * or stop is set. */
+/* A worker's poll thread (run_workers' fn; arg: the worker). Runs until
+ * every publisher worker is done and the wires drained, its subscribers
+ * were idle for idle_timeout after their last message (--mode sub),
+ * --duration is over, a signal came, or stop is set. */
 template <ud_driver Q> int poll_loop(void *arg)
 {
-	auto &r = *static_cast<session<Q> *>(arg);
+	auto &w = *static_cast<worker<Q> *>(arg);
+	run_shared &r = *w.r;
 	const unsigned tid = rte_lcore_id();
 	poll_thread_online(r.rt->qsbr(), tid);
-	r.running.store(true, std::memory_order_release);
 	for (;;) {
 		const uint64_t now = rte_rdtsc();
-		if (r.pub != nullptr) {
-			publish_some(r, now);
+		if (w.pub != nullptr) {
+			publish_some(w, now);
 			/* --mode pub: the port's own receive side still hands
 			 * ARP/ND to the control thread (and sends its answers);
 			 * datagrams to the publisher are not expected. */
-			if (r.sw == nullptr)
-				discard_rx(*r.pub_q);
+			if (!w.in_both)
+				discard_rx(*w.pub_q);
+			if (w.pub->done && !w.pub_counted) {
+				w.pub_counted = true;
+				r.pubs_done.fetch_add(1, std::memory_order_release);
+			}
 		}
-		if (r.sw != nullptr)
-			r.sw->forward();
-		for (size_t k = 0; k < r.subs.size(); k++)
-			while (receive_some(r, k, rte_rdtsc()))
+		if (w.sw != nullptr)
+			w.sw->forward();
+		for (size_t k = 0; k < w.subs.size(); k++)
+			while (receive_some(w, k, rte_rdtsc()))
 				;
 		rte_rcu_qsbr_quiescent(r.rt->qsbr(), tid);
 		if (r.stop.load(std::memory_order_relaxed))
 			break;
-		/* Done: publisher finished and (both) the wires drained, or a
-		 * subscriber idle for idle_timeout after its last message. */
-		if (r.pub != nullptr && r.pub->done && r.drain_until == 0)
-			r.drain_until = now + r.hz / 5; /* 200 ms for the last frames */
-		if (r.pub != nullptr && r.pub->done && (r.subs.empty() || now > r.drain_until))
-			break;
-		if (r.pub == nullptr) {
-			/* A fresh clock: receive_some stamped last_rx after now
-			 * was read, and now - last_rx would wrap around. */
-			const uint64_t t = rte_rdtsc();
-			bool idle = true;
-			for (auto &s : r.subs)
-				idle &= s->last_rx != 0 && t > s->last_rx && t - s->last_rx > r.idle_ticks;
-			if (idle || (r.end_tsc != 0 && now >= r.end_tsc) || *r.signalled)
+		if (r.pub_workers != 0) {
+			/* A publisher in the process: a worker with nothing but
+			 * its publisher part stops with it; one with subscribers
+			 * or the switch once every publisher worker is done and
+			 * the wires drained (200 ms for the last frames). */
+			if (w.subs.empty() && w.sw == nullptr) {
+				if (w.pub == nullptr || w.pub->done)
+					break;
+				continue;
+			}
+			if (r.pubs_done.load(std::memory_order_acquire) != r.pub_workers)
+				continue;
+			if (w.drain_until == 0)
+				w.drain_until = now + r.hz / 5;
+			if (now > w.drain_until)
 				break;
+			continue;
 		}
+		/* --mode sub: idle for idle_timeout after its last message. A
+		 * fresh clock: receive_some stamped last_rx after now was read,
+		 * and now - last_rx would wrap around. */
+		const uint64_t t = rte_rdtsc();
+		bool idle = true;
+		for (auto &s : w.subs)
+			idle &= s->last_rx != 0 && t > s->last_rx && t - s->last_rx > r.idle_ticks;
+		if (idle || (r.end_tsc != 0 && now >= r.end_tsc) || *r.signalled)
+			break;
 	}
 	poll_thread_offline(r.rt->qsbr(), tid);
-	r.finished.store(true, std::memory_order_release);
 	return 0;
 }
 
-/* After the groups were left (poll thread stopped): ticks of polling so
+/* After the groups were left (every worker stopped): ticks of polling so
  * the leave frames go out and what still arrives is freed. (Main thread,
- * with no poll thread running.) */
-template <ud_driver Q> void drain(session<Q> &r, uint64_t ticks)
+ * with no worker running.) */
+template <ud_driver Q> void drain(std::vector<std::unique_ptr<worker<Q>>> &ws, uint64_t ticks)
 {
 	const uint64_t until = rte_rdtsc() + ticks;
-	while (rte_rdtsc() < until) {
-		for (Q *q : r.sub_q)
-			discard_rx(*q);
-		if (r.sw != nullptr)
-			r.sw->forward();
-	}
+	while (rte_rdtsc() < until)
+		for (auto &w : ws) {
+			for (Q *q : w->sub_q)
+				discard_rx(*q);
+			if (w->sw != nullptr)
+				w->sw->forward();
+		}
 }
 
 } // namespace rdgram::mcast

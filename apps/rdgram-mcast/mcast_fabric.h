@@ -2,10 +2,11 @@
  * Copyright(c) 2026 The rdgram authors
  *
  * rdgram-mcast: what the set-up on a driver (mcast_soft.h, mcast_verbs.h)
- * hands the poll loop: the publisher's queue with an AH and a Q_Key per
- * group, and the subscribers' queues. A fabric is the node type's owner:
- * Node is a driver's device, queue (member q) and set-up state for one
- * publisher or subscriber. (Main thread.)
+ * hands the poll loop, per worker: its queue of the publisher with an AH
+ * and a Q_Key per group, and its queue of every subscriber. A fabric is
+ * the node type's owner: Node is a driver's device, queues and set-up
+ * state for one publisher or subscriber (soft: one device, a queue per
+ * worker; verbs: a device and queue per worker). (Main thread.)
  */
 #ifndef RDGRAM_MCAST_FABRIC_H
 #define RDGRAM_MCAST_FABRIC_H
@@ -22,18 +23,21 @@ namespace rdgram::mcast {
 
 template <class Node> class fabric_nodes {
 public:
-	using queue_type = decltype(Node::q);
+	using queue_type = typename Node::queue_type;
 
 	fabric_nodes() = default;
 	fabric_nodes(const fabric_nodes &) = delete;
 	fabric_nodes &operator=(const fabric_nodes &) = delete;
 
-	/* The publisher's queue; nullptr without one (--mode sub). */
-	queue_type *pub_queue() const { return pub_ != nullptr ? &pub_->q : nullptr; }
-	const std::vector<ah_handle> &group_ahs() const { return ahs_; }     /* per group */
-	const std::vector<uint32_t> &group_qkeys() const { return qkeys_; }  /* per group */
-	size_t subscribers() const { return subs_.size(); }
-	queue_type *sub_queue(size_t k) const { return &subs_[k]->q; }
+	unsigned workers() const { return nw_; }
+	/* Worker w's queue of the publisher; nullptr without one (--mode sub). */
+	queue_type *pub_queue(unsigned w) const { return pubq_.empty() ? nullptr : pubq_[w]; }
+	/* Worker w's AH and Q_Key per group index (set for the groups it publishes). */
+	const std::vector<ah_handle> &group_ahs(unsigned w) const { return ahs_[w]; }
+	const std::vector<uint32_t> &group_qkeys(unsigned w) const { return qkeys_[w]; }
+	size_t subscribers() const { return subq_.size(); }
+	/* Worker w's queue of subscriber k. */
+	queue_type *sub_queue(size_t k, unsigned w) const { return subq_[k][w]; }
 
 protected:
 	~fabric_nodes() = default;
@@ -44,14 +48,17 @@ protected:
 		nodes_.back()->name = name;
 		return nodes_.back().get();
 	}
+	/* The workers' names for messages: "" with one, " (worker w)" with several. */
+	std::string worker_tag(unsigned w) const { return nw_ > 1 ? " (worker " + std::to_string(w) + ")" : ""; }
 
 	const mcast_config *c_ = nullptr;
 	runtime *rt_ = nullptr;
-	std::vector<std::unique_ptr<Node>> nodes_; /* in the order opened */
-	Node *pub_ = nullptr;                      /* set once its AHs exist */
-	std::vector<Node *> subs_;                 /* once joined */
-	std::vector<ah_handle> ahs_;
-	std::vector<uint32_t> qkeys_;
+	unsigned nw_ = 1;
+	std::vector<std::unique_ptr<Node>> nodes_;       /* in the order opened */
+	std::vector<queue_type *> pubq_;                 /* per worker, once its AHs exist */
+	std::vector<std::vector<queue_type *>> subq_;    /* [subscriber][worker], once joined */
+	std::vector<std::vector<ah_handle>> ahs_;        /* [worker][group] */
+	std::vector<std::vector<uint32_t>> qkeys_;       /* [worker][group] */
 };
 
 } // namespace rdgram::mcast

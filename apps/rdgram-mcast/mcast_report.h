@@ -24,6 +24,7 @@ namespace rdgram::mcast {
 struct queue_totals {
 	uint64_t tx_pkts = 0, tx_drops = 0, rx_drops = 0;
 	std::string rx_drop_reasons; /* " name=value" for every non-zero receive drop */
+	std::string rx_events;       /* " name=value" for every non-zero receive event (hand-offs, copies) */
 };
 
 template <ud_driver Q> queue_totals totals_of(const Q &q)
@@ -36,30 +37,56 @@ template <ud_driver Q> queue_totals totals_of(const Q &q)
 	k.for_each([&](const xstat_name &n, uint64_t v) {
 		if (n.kind == counter_kind::drop && n.rx() && v != 0)
 			t.rx_drop_reasons += std::string(" ") + n.name + "=" + std::to_string(v);
+		if (n.kind == counter_kind::event && n.rx() && v != 0)
+			t.rx_events += std::string(" ") + n.name + "=" + std::to_string(v);
 	});
 	return t;
 }
 
-/* One subscriber's part of the report. */
-struct sub_report {
-	sub_state *s = nullptr;
+/* One publisher worker's part of the report. */
+struct pub_report {
+	const pub_state *p = nullptr;
 	queue_totals q;
-	/* The soft driver's IGMP/MLD frames (nullptr on verbs: the kernel
-	 * sends them, rdma_cm on RoCE). */
-	const soft::soft_device::mcast_stats *sent = nullptr;
-	const membership_seen *seen = nullptr; /* --mode both: the switch's view */
+	unsigned lcore = 0;
 };
 
-/* One status line per role on stderr; last_rx and last_tsc carry the
- * previous line's figures. (Main thread.) */
-void print_status(const mcast_config &c, const pub_state *pub, const std::vector<std::unique_ptr<sub_state>> &subs,
-		  uint64_t hz, uint64_t start, uint64_t now, std::vector<uint64_t> &last_rx, uint64_t &last_tsc);
+/* One subscriber's part on one worker. */
+struct sub_worker_report {
+	sub_state *s = nullptr;
+	queue_totals q;
+	unsigned lcore = 0;
+	std::vector<uint32_t> groups; /* the group indices its QP attached */
+	/* The publisher's messages to those groups (its queues took them,
+	 * duplicates included); UINT64_MAX without a publisher in the
+	 * process. */
+	uint64_t published = UINT64_MAX;
+};
 
-/* The final report on stdout. pub: nullptr without a publisher;
- * switch_copy_fail: copies the switch could not make (--mode both).
- * Returns the exit status: 0, 1 (a CSV could not be written) or 3 (the
- * plot failed). (Main thread, after the poll thread stopped.) */
-int report(const mcast_config &c, const pub_state *pub, const queue_totals &pub_q, std::vector<sub_report> &subs,
+/* One subscriber's part of the report: its workers', and its own. */
+struct sub_report {
+	std::vector<sub_worker_report> w; /* per worker */
+	/* The soft driver's IGMP/MLD frames (absent on verbs: the kernel
+	 * sends them, rdma_cm on RoCE). */
+	bool has_sent = false;
+	soft::soft_device::mcast_stats sent{};
+	const membership_seen *seen = nullptr; /* --mode both: the switch's view */
+	uint64_t handoff_freed = 0;            /* frames handed between its queues, never taken */
+};
+
+/* One status line per role and worker on stderr; last_rx ([k * workers +
+ * w]) and last_tsc carry the previous line's figures. subs[k][w].
+ * (Main thread or the watch thread.) */
+void print_status(const mcast_config &c, const std::vector<const pub_state *> &pubs,
+		  const std::vector<std::vector<const sub_state *>> &subs, uint64_t hz, uint64_t start, uint64_t now,
+		  std::vector<uint64_t> &last_rx, uint64_t &last_tsc);
+
+/* The final report on stdout: with one worker as it always was; with
+ * several, each worker's lines (sub0/w1: ..., its accounting) and then
+ * the subscriber's sums in the one-worker format. pubs: empty without a
+ * publisher; switch_copy_fail: copies the switch could not make (--mode
+ * both). Returns the exit status: 0, 1 (a CSV could not be written) or 3
+ * (the plot failed). (Main thread, after the workers stopped.) */
+int report(const mcast_config &c, const std::vector<pub_report> &pubs, std::vector<sub_report> &subs,
 	   uint64_t switch_copy_fail);
 
 } // namespace rdgram::mcast

@@ -3,6 +3,7 @@
  */
 #include "mcast_soft.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -34,26 +35,28 @@ std::vector<wire::gid> addrs_of(unsigned i)
 
 } // namespace
 
-int soft_fabric::open(const mcast_config &c, runtime &rt, int socket)
+int soft_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int> &sockets)
 {
 	c_ = &c;
 	rt_ = &rt;
+	sockets_ = sockets;
+	nw_ = unsigned(sockets.size());
 	int rc = 0;
 	if (c.mode == "both") {
 		sw_ = std::make_unique<flood_switch>();
-		const int pp = sw_->add_publisher_port();
+		const int pp = sw_->add_publisher_port(uint16_t(nw_));
 		if (pp < 0)
 			return ENOMEM;
 		soft_node *n = add("pub");
-		rc = open_node(*n, uint16_t(pp), mac_n(1), addrs_of(0), socket);
+		rc = open_node(*n, uint16_t(pp), mac_n(1), addrs_of(0));
 		if (rc == 0)
 			rc = make_publisher(*n, addrs_of(0));
 		for (unsigned k = 0; rc == 0 && k < c.subscribers; k++) {
-			const int sp = sw_->add_subscriber_port();
+			const int sp = sw_->add_subscriber_port(uint16_t(nw_));
 			if (sp < 0)
 				return ENOMEM;
 			n = add("sub" + std::to_string(k));
-			rc = open_node(*n, uint16_t(sp), mac_n(uint8_t(k + 2)), addrs_of(k + 1), socket);
+			rc = open_node(*n, uint16_t(sp), mac_n(uint8_t(k + 2)), addrs_of(k + 1));
 			if (rc == 0) {
 				sw_->set_copy_pool(k, n->dev.mempool());
 				rc = make_subscriber(*n);
@@ -69,15 +72,15 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, int socket)
 	soft_node *n = add(c.mode);
 	rte_ether_addr mac;
 	rte_eth_macaddr_get(pid, &mac);
-	rc = open_node(*n, pid, mac, c.addresses, socket);
+	rc = open_node(*n, pid, mac, c.addresses);
 	if (rc == 0)
 		rc = c.mode == "pub" ? make_publisher(*n, c.addresses) : make_subscriber(*n);
 	return rc;
 }
 
-/* Opens a node's device on port, one queue, one QP. */
-int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs,
-			   int socket)
+/* Opens a node's device on port with a queue pair per worker, and on each
+ * queue a QP of its own (--qpn + worker). */
+int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs)
 {
 	soft::soft_config sc;
 	sc.port_id = port;
@@ -85,21 +88,30 @@ int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &ma
 	sc.mac = mac;
 	sc.addresses = addrs;
 	sc.qsbr = rt_->qsbr();
-	sc.av_nodes = {socket};
-	sc.nb_mbufs = 8191;
+	sc.nb_queues = uint16_t(nw_);
+	for (int s : sockets_) /* one AV replica per node that hosts a worker */
+		if (std::find(sc.av_nodes.begin(), sc.av_nodes.end(), s) == sc.av_nodes.end())
+			sc.av_nodes.push_back(s);
+	sc.nb_mbufs = 8191 * nw_;
 	if (int rc = n.dev.open(sc); rc != 0) {
 		fprintf(stderr, "rdgram-mcast: %s port: %s\n", n.name.c_str(), n.dev.error().c_str());
 		return rc;
 	}
 	if (rt_->ctl().add_poller(&soft::soft_device::control_poller, &n.dev) == 0)
 		n.polled_by = rt_;
-	if (int rc = n.dev.create_queue({.index = 0, .socket = socket}, n.q); rc != 0) {
-		fprintf(stderr, "rdgram-mcast: %s: queue: %s\n", n.name.c_str(), n.dev.error().c_str());
-		return rc;
-	}
-	if (int rc = n.q.add_qp(c_->qpn, c_->qkey); rc != 0) {
-		fprintf(stderr, "rdgram-mcast: %s: QP: %s\n", n.name.c_str(), strerror(rc));
-		return rc;
+	n.q = std::make_unique<soft::soft_queue[]>(nw_);
+	for (unsigned w = 0; w < nw_; w++) {
+		if (int rc = n.dev.create_queue({.index = uint16_t(w), .socket = sockets_[w]}, n.q[w]); rc != 0) {
+			fprintf(stderr, "rdgram-mcast: %s%s: queue: %s\n", n.name.c_str(), worker_tag(w).c_str(),
+				n.dev.error().c_str());
+			return rc;
+		}
+		n.nq = w + 1;
+		if (int rc = n.q[w].add_qp(c_->qpn + w, c_->qkey); rc != 0) {
+			fprintf(stderr, "rdgram-mcast: %s%s: QP 0x%x: %s\n", n.name.c_str(), worker_tag(w).c_str(),
+				c_->qpn + w, strerror(rc));
+			return rc;
+		}
 	}
 	return 0;
 }
@@ -107,6 +119,8 @@ int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &ma
 /* An AH to every group, from the port's address of the group's family. */
 int soft_fabric::make_publisher(soft_node &n, const std::vector<wire::gid> &addrs)
 {
+	std::vector<ah_handle> ahs;
+	std::vector<uint32_t> qkeys;
 	for (const auto &g : c_->groups) {
 		const ibv_ah_attr a = apps::gid_ah_attr(g.raw, uint8_t(sgid_index_for(addrs, g)), 8);
 		int err = 0;
@@ -116,43 +130,62 @@ int soft_fabric::make_publisher(soft_node &n, const std::vector<wire::gid> &addr
 			fprintf(stderr, "rdgram-mcast: AH to group %s: %s\n", format_gid(g).c_str(), strerror(err));
 			return err;
 		}
-		ahs_.push_back(h);
-		qkeys_.push_back(c_->qkey);
+		ahs.push_back(h);
+		qkeys.push_back(c_->qkey);
 	}
-	pub_ = &n;
+	/* One AH table per device: every worker's queue sends with it. */
+	ahs_.assign(nw_, ahs);
+	qkeys_.assign(nw_, qkeys);
+	for (unsigned w = 0; w < nw_; w++)
+		pubq_.push_back(&n.q[w]);
 	return 0;
 }
 
+/* Each worker's QP joins the groups it takes: rdma_join_multicast's part
+ * (the device counts joins and sends one membership report per group),
+ * then ibv_attach_mcast's (the QP gets the group). */
 int soft_fabric::make_subscriber(soft_node &n)
 {
-	for (const auto &g : c_->groups) {
-		int rc = 0;
-		/* rdma_join_multicast's part (membership report), then
-		 * ibv_attach_mcast's (the QP gets the group). */
-		rt_->ctl().call([&] { rc = n.dev.join_mcast(g); });
-		if (rc == 0)
-			rc = n.q.attach_mcast(c_->qpn, g);
-		if (rc != 0) {
-			fprintf(stderr, "rdgram-mcast: %s: joining %s: %s\n", n.name.c_str(), format_gid(g).c_str(),
-				strerror(rc));
-			return rc;
+	const bool all = c_->worker_groups == "all";
+	for (uint32_t g = 0; g < c_->groups.size(); g++)
+		for (unsigned w = 0; w < nw_; w++) {
+			if (!worker_takes(g, w, nw_, all))
+				continue;
+			const wire::gid &gid = c_->groups[g];
+			int rc = 0;
+			rt_->ctl().call([&] { rc = n.dev.join_mcast(gid); });
+			if (rc == 0)
+				rc = n.q[w].attach_mcast(c_->qpn + w, gid);
+			if (rc != 0) {
+				fprintf(stderr, "rdgram-mcast: %s%s: joining %s: %s\n", n.name.c_str(), worker_tag(w).c_str(),
+					format_gid(gid).c_str(), strerror(rc));
+				return rc;
+			}
 		}
-	}
-	subs_.push_back(&n);
+	std::vector<soft::soft_queue *> qs;
+	for (unsigned w = 0; w < nw_; w++)
+		qs.push_back(&n.q[w]);
+	subq_.push_back(qs);
+	sub_nodes_.push_back(&n);
 	return 0;
 }
 
 void soft_fabric::leave()
 {
-	for (soft_node *n : subs_)
-		for (const auto &g : c_->groups) {
-			int rc = n->q.detach_mcast(c_->qpn, g);
-			if (rc == 0)
-				rt_->ctl().call([&] { rc = n->dev.leave_mcast(g); });
-			if (rc != 0)
-				fprintf(stderr, "rdgram-mcast: %s: leaving %s: %s\n", n->name.c_str(), format_gid(g).c_str(),
-					strerror(rc));
-		}
+	const bool all = c_->worker_groups == "all";
+	for (soft_node *n : sub_nodes_)
+		for (uint32_t g = 0; g < c_->groups.size(); g++)
+			for (unsigned w = 0; w < nw_; w++) {
+				if (!worker_takes(g, w, nw_, all))
+					continue;
+				const wire::gid &gid = c_->groups[g];
+				int rc = n->q[w].detach_mcast(c_->qpn + w, gid);
+				if (rc == 0)
+					rt_->ctl().call([&] { rc = n->dev.leave_mcast(gid); });
+				if (rc != 0)
+					fprintf(stderr, "rdgram-mcast: %s%s: leaving %s: %s\n", n->name.c_str(),
+						worker_tag(w).c_str(), format_gid(gid).c_str(), strerror(rc));
+			}
 }
 
 void soft_fabric::close()
@@ -162,8 +195,16 @@ void soft_fabric::close()
 			n->polled_by->ctl().remove_poller(&soft::soft_device::control_poller, &n->dev);
 			n->polled_by = nullptr;
 		}
-	pub_ = nullptr;
-	subs_.clear();
+	/* Every queue's frames back to the pool, the hand-off rings' counted. */
+	for (auto &n : nodes_)
+		for (unsigned w = 0; w < n->nq; w++)
+			n->dev.destroy_queue(n->q[w]);
+	freed_.clear();
+	for (soft_node *n : sub_nodes_)
+		freed_.push_back(n->dev.handoff_freed());
+	pubq_.clear();
+	subq_.clear();
+	sub_nodes_.clear();
 	nodes_.clear(); /* each device closes as it goes */
 }
 

@@ -19,23 +19,40 @@ rte_ring *make_ring(const std::string &n)
 }
 } // namespace
 
-int flood_switch::add_publisher_port()
+int flood_switch::add_publisher_port(uint16_t nq)
 {
-	rte_ring *rx = make_ring("mc_pub_rx");
-	pub_tx_ = make_ring("mc_pub_tx");
-	const int port = rx && pub_tx_ ? rte_eth_from_rings("mc_pub", &rx, 1, &pub_tx_, 1, 0) : -1;
+	nq_ = nq;
+	std::vector<rte_ring *> rx;
+	for (unsigned q = 0; q < nq; q++) {
+		const std::string t = std::to_string(q);
+		rx.push_back(make_ring("mc_pub_rx" + t));
+		pub_tx_.push_back(make_ring("mc_pub_tx" + t));
+		if (rx.back() == nullptr || pub_tx_.back() == nullptr) {
+			fprintf(stderr, "rdgram-mcast: cannot create the publisher's rings\n");
+			return -1;
+		}
+	}
+	const int port = rte_eth_from_rings("mc_pub", rx.data(), nq, pub_tx_.data(), nq, 0);
 	if (port < 0)
 		fprintf(stderr, "rdgram-mcast: cannot create the publisher's net_ring port\n");
 	return port;
 }
 
-int flood_switch::add_subscriber_port()
+int flood_switch::add_subscriber_port(uint16_t nq)
 {
 	const std::string k = std::to_string(sub_rx_.size());
-	rte_ring *rx = make_ring("mc_sub_rx" + k);
-	rte_ring *tx = make_ring("mc_sub_tx" + k);
+	std::vector<rte_ring *> rx, tx;
+	for (unsigned q = 0; q < nq; q++) {
+		const std::string t = q == 0 ? k : k + "q" + std::to_string(q); /* queue 0 keeps the old names */
+		rx.push_back(make_ring("mc_sub_rx" + t));
+		tx.push_back(make_ring("mc_sub_tx" + t));
+		if (rx.back() == nullptr || tx.back() == nullptr) {
+			fprintf(stderr, "rdgram-mcast: cannot create subscriber %s's rings\n", k.c_str());
+			return -1;
+		}
+	}
 	const std::string name = "mc_sub" + k;
-	const int port = rx && tx ? rte_eth_from_rings(name.c_str(), &rx, 1, &tx, 1, 0) : -1;
+	const int port = rte_eth_from_rings(name.c_str(), rx.data(), nq, tx.data(), nq, 0);
 	if (port < 0) {
 		fprintf(stderr, "rdgram-mcast: cannot create %s\n", name.c_str());
 		return -1;

@@ -31,25 +31,46 @@ sockaddr_storage sockaddr_of(const wire::gid &g)
 
 } // namespace
 
-int verbs_fabric::open(const mcast_config &c, runtime &rt, int)
+int verbs_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int> &sockets)
 {
 	c_ = &c;
 	rt_ = &rt;
+	nw_ = unsigned(sockets.size());
 	const unsigned nsub = c.mode == "both" ? c.subscribers : c.mode == "sub" ? 1 : 0;
+	const bool all = c.worker_groups == "all";
+	/* A node's name: pub, sub0, or with several workers pub/w1, sub0/w1. */
+	auto name = [&](const std::string &role, unsigned w) {
+		return nw_ > 1 ? role + "/w" + std::to_string(w) : role;
+	};
 	int rc = 0;
 	if (c.mode != "sub") {
-		verbs_node *n = add("pub");
-		rc = open_node(*n);
-		if (rc == 0)
-			rc = make_publisher(*n);
+		ahs_.assign(nw_, std::vector<ah_handle>(c.groups.size(), ah_null));
+		qkeys_.assign(nw_, std::vector<uint32_t>(c.groups.size(), 0));
+		for (unsigned w = 0; rc == 0 && w < nw_; w++) {
+			verbs_node *n = add(name("pub", w));
+			for (uint32_t g = 0; g < c.groups.size(); g++)
+				if (worker_takes(g, w, nw_, false))
+					n->groups.push_back(g);
+			rc = open_node(*n);
+			if (rc == 0)
+				rc = make_publisher(*n, w);
+		}
 	}
 	for (unsigned k = 0; rc == 0 && k < nsub; k++) {
-		verbs_node *n = add("sub" + std::to_string(k));
-		rc = open_node(*n);
+		std::vector<verbs::verbs_queue *> qs;
+		for (unsigned w = 0; rc == 0 && w < nw_; w++) {
+			verbs_node *n = add(name("sub" + std::to_string(k), w));
+			for (uint32_t g = 0; g < c.groups.size(); g++)
+				if (worker_takes(g, w, nw_, all))
+					n->groups.push_back(g);
+			rc = open_node(*n);
+			if (rc == 0)
+				rc = join(*n, verbs::rdmacm_group::role::subscriber);
+			if (rc == 0)
+				qs.push_back(&n->q);
+		}
 		if (rc == 0)
-			rc = join(*n, verbs::rdmacm_group::role::subscriber);
-		if (rc == 0)
-			subs_.push_back(n);
+			subq_.push_back(qs);
 	}
 	return rc;
 }
@@ -112,7 +133,8 @@ int verbs_fabric::local_for(const verbs_node &n, const wire::gid &group, sockadd
 int verbs_fabric::join(verbs_node &n, verbs::rdmacm_group::role role)
 {
 	const bool ib = n.dev.port().link != link_layer::ethernet;
-	for (const auto &g : c_->groups) {
+	for (uint32_t gi : n.groups) {
+		const wire::gid &g = c_->groups[gi];
 		sockaddr_storage local{}, group = sockaddr_of(g);
 		if (int rc = local_for(n, g, &local); rc != 0)
 			return rc;
@@ -133,14 +155,16 @@ int verbs_fabric::join(verbs_node &n, verbs::rdmacm_group::role role)
 	return 0;
 }
 
-/* The publisher joins send-only; the AH to each group comes from its join
- * event (MLID, MGID, SL, rate, the GRH rdma_cm filled). */
-int verbs_fabric::make_publisher(verbs_node &n)
+/* Worker w's publisher joins its groups send-only; the AH to each group
+ * comes from its join event (MLID, MGID, SL, rate, the GRH rdma_cm
+ * filled). */
+int verbs_fabric::make_publisher(verbs_node &n, unsigned w)
 {
 	if (int rc = join(n, verbs::rdmacm_group::role::publisher); rc != 0)
 		return rc;
-	for (size_t g = 0; g < c_->groups.size(); g++) {
-		const verbs::mcast_membership &m = n.joins[g]->membership();
+	for (size_t j = 0; j < n.groups.size(); j++) {
+		const uint32_t g = n.groups[j];
+		const verbs::mcast_membership &m = n.joins[j]->membership();
 		ibv_ah_attr a = m.ah_attr;
 		a.port_num = 1; /* rdgram numbers the device's one port 1 */
 		int err = 0;
@@ -151,10 +175,10 @@ int verbs_fabric::make_publisher(verbs_node &n)
 				strerror(err));
 			return err;
 		}
-		ahs_.push_back(h);
-		qkeys_.push_back(m.qkey);
+		ahs_[w][g] = h;
+		qkeys_[w][g] = m.qkey;
 	}
-	pub_ = &n;
+	pubq_.push_back(&n.q);
 	return 0;
 }
 
@@ -176,8 +200,8 @@ void verbs_fabric::close()
 {
 	for (auto &n : nodes_)
 		close_node(*n);
-	pub_ = nullptr;
-	subs_.clear();
+	pubq_.clear();
+	subq_.clear();
 	nodes_.clear();
 }
 

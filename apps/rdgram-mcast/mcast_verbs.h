@@ -8,7 +8,10 @@
  * attached, the publisher as a send-only member whose AHs come from the
  * join events). --mode both puts the publisher and --subscribers QPs on
  * the same device: the HCA delivers the group's datagrams to every
- * attached QP. Built when drivers/verbs has librdmacm
+ * attached QP. With several workers every (role, worker) is a node of its
+ * own: worker w's publisher joins and sends to the groups it owns, worker
+ * w's subscriber QP joins the groups it takes (mcast.h: worker_takes), and
+ * the HCA, not rdgram, gives each attached QP its copy. Built when drivers/verbs has librdmacm
  * (RDGRAM_MCAST_VERBS). The data path is mcast_engine.h's, on verbs_queue.
  */
 #ifndef RDGRAM_MCAST_VERBS_H
@@ -30,7 +33,9 @@ namespace rdgram::mcast {
 /* One publisher or subscriber: an RDMA device (with its own mempool), one
  * UD queue, its rdma_cm memberships. */
 struct verbs_node {
+	using queue_type = verbs::verbs_queue;
 	std::string name;
+	std::vector<uint32_t> groups; /* the group indices it joins */
 	verbs::verbs_device dev;
 	verbs::verbs_queue q;
 	bool has_queue = false;
@@ -44,11 +49,11 @@ class verbs_fabric : public fabric_nodes<verbs_node> {
 public:
 	~verbs_fabric() { close(); }
 
-	/* Opens the publisher's queue and joins its groups (pub, both), then
-	 * the subscribers' (sub: one; both: --subscribers). 0 or an errno
-	 * value, the reason printed. (socket: unused, each queue lives on its
-	 * device's NUMA node.) */
-	int open(const mcast_config &c, runtime &rt, int socket);
+	/* Opens each worker's publisher queue and joins its groups (pub,
+	 * both), then each subscriber's (sub: one; both: --subscribers) queue
+	 * per worker. 0 or an errno value, the reason printed. (sockets: one
+	 * per worker, unused: each queue lives on its device's NUMA node.) */
+	int open(const mcast_config &c, runtime &rt, const std::vector<int> &sockets);
 	/* Nothing to do before close: leaving a group through rdma_cm also
 	 * detaches the QP, and close() does both. */
 	void leave() {}
@@ -59,12 +64,13 @@ public:
 	/* The kernel sends the IGMP/MLD frames (rdma_cm on RoCE): none counted here. */
 	const soft::soft_device::mcast_stats *membership_sent(size_t) const { return nullptr; }
 	flood_switch *switch_ports() const { return nullptr; }
+	uint64_t handoff_freed(size_t) const { return 0; } /* the HCA steers: nothing handed */
 
 private:
 	int open_node(verbs_node &n);
 	int join(verbs_node &n, verbs::rdmacm_group::role role);
 	int local_for(const verbs_node &n, const wire::gid &group, sockaddr_storage *out) const;
-	int make_publisher(verbs_node &n);
+	int make_publisher(verbs_node &n, unsigned w);
 	void close_node(verbs_node &n);
 };
 

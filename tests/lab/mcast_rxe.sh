@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Multicast between rdgram-mcast on the soft driver (host, on the lab's tap)
 # and rdgram-mcast on the verbs driver over rxe (guest), both ways, one IPv4
-# and one IPv6 group each: every message arrives, in order, none
+# and one IPv6 group each (the guest's subscriber with --workers 2, a QP and
+# a group per worker): every message arrives, in order, none
 # duplicated, malformed or dropped on either side. Groups on rxe are joined
 # through rdma_cm (IPv4) and without it (IPv6: rdma_cm refuses RoCEv2 IPv6
 # groups; drivers/verbs/verbs_mcast.h). The Q_Key is rdma_cm's
@@ -33,9 +34,11 @@ up() {
 lab_guest_script <<EOF
 eal=(-l 0 --no-huge --no-shconf -m 256 --no-pci --log-level=lib.eal:error)
 up() { for _ in \$(seq 1 900); do grep -q '^rdgram-mcast: mode' "\$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
-# 1. host -> guest: the guest subscribes.
-stdbuf -oL '$mc' "\${eal[@]}" -- --driver verbs --device rxe0 --mode sub ${groups[*]} --idle-timeout 6 \
-	--duration 100 --status-interval 0 >\$LAB_RUN/guest_sub.out 2>&1 &
+# 1. host -> guest: the guest subscribes with two workers (-l 0,1: the
+# guest's two vCPUs), a QP each: worker 0 joins the IPv4 group, worker 1
+# the IPv6 one.
+stdbuf -oL '$mc' -l 0,1 "\${eal[@]:2}" -- --driver verbs --device rxe0 --mode sub ${groups[*]} --workers 2 \
+	--idle-timeout 6 --duration 100 --status-interval 0 >\$LAB_RUN/guest_sub.out 2>&1 &
 sub=\$!
 up \$LAB_RUN/guest_sub.out && touch \$LAB_RUN/guest_sub.ready
 wait \$sub
@@ -87,6 +90,10 @@ for f in guest_sub host_sub; do
 	fi
 	grep -q '^exit 0' "$LAB_RUN/$f.out" || { echo "FAIL: $f exited non-zero"; fail=1; }
 done
+# The guest's subscriber workers: each its own group, whole.
+grep -q "^sub0/w0: lcore=[01] groups=239.255.77.1 received=$n missing=0 dup=0 " "$LAB_RUN/guest_sub.out" &&
+	grep -q "^sub0/w1: lcore=[01] groups=ff15::7701 received=$n missing=0 dup=0 " "$LAB_RUN/guest_sub.out" ||
+	{ echo "FAIL: the guest's two subscriber workers did not get $n messages of their own group each"; fail=1; }
 for f in host_pub guest_pub; do
 	grep -q "^pub: last_seq=$n groups=2 tx_pkts=$((2 * n)) tx_drops=0" "$LAB_RUN/$f.out" ||
 		{ echo "FAIL: $f did not send all $((2 * n)) messages"; fail=1; }
