@@ -260,11 +260,12 @@ for (auto &w : j.workers) {
 	snprintf(b, sizeof(b),
 		 "%s{\"worker\":%u,\"lcore\":%u,\"ranks\":[%s],\"verified\":%lu,\"app_sent\":%lu,\"sent\":%lu,"
 		 "\"refused\":%lu,\"tx_drops\":%lu,\"received\":%lu,\"app_received\":%lu,\"dropped\":%lu,"
-		 "\"bad_messages\":%lu,\"held_overflow\":%lu,\"accounting\":\"%s\"}",
+		 "\"bad_messages\":%lu,\"held_overflow\":%lu,\"empty_polls\":%lu,\"accounting\":\"%s\"}",
 		 jworkers.empty() ? "" : ",", w->index, w->where.lcore, who.c_str(), (unsigned long)t.verified,
 		 (unsigned long)wtx, (unsigned long)wq.tx_pkts, (unsigned long)t.tx_refused, (unsigned long)wq.tx_drops(),
 		 (unsigned long)wq.rx_pkts, (unsigned long)(t.data_recv + t.acks_recv), (unsigned long)t.dropped,
-		 (unsigned long)t.bad_msgs, (unsigned long)w->held_overflow, ok ? "closed" : "open");
+		 (unsigned long)t.bad_msgs, (unsigned long)w->held_overflow, (unsigned long)w->idle.stats().empty,
+		 ok ? "closed" : "open");
 	jworkers += b;
 }
 const bool closed = tx_ok && rx_ok && leaked == 0 && workers_ok;
