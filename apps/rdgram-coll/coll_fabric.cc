@@ -190,9 +190,13 @@ template <class Dev> int open_rdma(const coll_config &c, runtime &rt, uint32_t n
 		 * setting cannot run on this host. The mlx5 model
 		 * (tests/model) hosts one QP that loops back to itself, not
 		 * a job of ranks; EFA has a model of its AH path only. */
-		fprintf(stderr, "rdgram-coll: rank %u: driver %s: cannot open RDMA device '%s' port %u: %s\n", lr.rank,
+		const bool modelled = strcmp(lr.dev.driver_name(), "verbs") != 0;
+		const char *model = rc == ENODEV && modelled ? " (no model stands in: the mlx5 model hosts one QP "
+							       "looping back to itself, EFA's only its AH path)"
+							     : "";
+		fprintf(stderr, "rdgram-coll: rank %u: driver %s: cannot open RDMA device '%s' port %u: %s%s\n", lr.rank,
 			lr.dev.driver_name(), c.device.empty() ? "(the first found)" : c.device.c_str(),
-			unsigned(c.ib_port), lr.dev.error().c_str());
+			unsigned(c.ib_port), lr.dev.error().c_str(), model);
 		return rc == ENODEV ? 2 : 1;
 	}
 	lr.opened = true;
