@@ -39,13 +39,15 @@ template <class Dev> void print_storm(const coll_config &c, job<Dev> &j, const j
 	const double exchange_ms = k.exchange_ms;
 	const uint64_t t_start = k.t_start;
 	std::vector<double> st;
-	printf("rdgram-coll: %u ranks, mode %s (%s), driver %s, %zu worker(s), exchange %.3f ms%s%s\n", nranks,
-	       c.mode.c_str(), procs ? boot->launcher().c_str() : "in-memory", j.ranks[0]->dev.driver_name(),
-	       j.workers.size(), exchange_ms, procs ? ", bootstrap " : "", procs ? boot->name().c_str() : "");
+	printf("rdgram-coll: %u ranks, mode %s (%s), exchange %.3f ms%s%s\n", nranks, c.mode.c_str(),
+	       procs ? boot->launcher().c_str() : "in-memory", exchange_ms, procs ? ", bootstrap " : "",
+	       procs ? boot->name().c_str() : "");
+	printf("  driver %s, %zu poll thread(s)\n", j.ranks[0]->dev.driver_name(), j.workers.size());
 	if (!apps::is_soft<Dev>)
 		for (auto &lr : j.ranks)
-			printf("  rank %3u  %s  QPN 0x%06x  GID %s (index %u)\n", lr->rank, c.device.empty() ? "-" : c.device.c_str(),
-			       lr->qpn, format_gid(lr->gid).c_str(), unsigned(lr->sgid_index));
+			printf("  address of rank %u: QPN 0x%06x, GID %s (index %u) on %s\n", lr->rank, lr->qpn,
+			       format_gid(lr->gid).c_str(), unsigned(lr->sgid_index),
+			       c.device.empty() ? "the first device" : c.device.c_str());
 	printf("AH storm (create_ah_batch of %u AHs per rank):\n", nranks - 1);
 	for (auto &lr : j.ranks) {
 		printf("  rank %3u  %8.3f ms  %u/%u created%s%s\n", lr->rank, lr->storm_ms, lr->storm_ok,

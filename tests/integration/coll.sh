@@ -84,7 +84,7 @@ timeout 60 "$coll" $(eal 0,1 512 w) -- --ranks 8 --iters 50 --drop-rate 0.05 --s
   --json "$tmp/w2.json" >"$tmp/w2.out" 2>"$tmp/w2.err" && check "$tmp/w2.out" 8 50 \
   && grep -Eq '^  worker 0 \(lcore 1, ranks 0,2,4,6\): verified 600  .*: closed$' "$tmp/w2.out" \
   && grep -Eq '^  worker 1 \(lcore 0, ranks 1,3,5,7\): verified 600  .*: closed$' "$tmp/w2.out" \
-  && grep -q 'driver soft, 2 worker(s)' "$tmp/w2.out" \
+  && grep -q '^  driver soft, 2 poll thread(s)$' "$tmp/w2.out" \
   && python3 - "$tmp/w2.json" <<'PY' || { echo "FAIL: threads 8 ranks --workers 2"; cat "$tmp/w2.out" "$tmp/w2.err" "$tmp/w2.json"; fail=1; }
 import json, sys
 d = json.load(open(sys.argv[1]))
