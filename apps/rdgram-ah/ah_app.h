@@ -15,6 +15,8 @@ namespace rdgram::ahtool {
 
 struct ah_app_config {
 	std::vector<std::string> eal_args; /* used when none on the command line */
+	std::string driver = "soft";  /* apps/common/driver.h; only soft serves this tool */
+	uint32_t workers = 1;         /* poll threads, each with its queue of both devices */
 	bool ipv6 = false;            /* addresses: IPv6 (fd00::/16) instead of IPv4 */
 	uint32_t capacity = 65536;    /* AH registry capacity */
 	uint32_t max_ah = 1u << 20;   /* the soft device's AH table */

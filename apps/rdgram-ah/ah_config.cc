@@ -17,6 +17,8 @@ void load_ah_config(const std::string &path, ah_app_config &c)
 		t->finish();
 	}
 	if (auto t = r.get_table("ah")) {
+		c.driver = t->get_string("driver", c.driver);
+		c.workers = uint32_t(t->get_int("workers", c.workers, 1, 128));
 		c.ipv6 = t->get_bool("ipv6", c.ipv6);
 		c.capacity = uint32_t(t->get_int("capacity", c.capacity, 1, 1 << 24));
 		c.max_ah = soft::get_soft_key(*t, "max_ah", c.max_ah);

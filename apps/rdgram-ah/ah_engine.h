@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-ah's data path: the worker lcore's poll loop over both queues (and
- * the AH client), with the storm's readiness watch, and bench's dest_cache
- * bulk lookups as a poll thread does them. No syscall, no lock, no
+ * rdgram-ah's data path: each poll thread's loop over its queue of both
+ * devices (and its AH client), with its share of the storm's readiness
+ * watch, and bench's dest_cache bulk lookups as a poll thread does them. No syscall, no lock, no
  * allocation in either loop.
  */
 #ifndef RDGRAM_AH_ENGINE_H
@@ -20,63 +20,84 @@
 
 namespace rdgram::ahtool {
 
-/* The worker lcore: a poll thread for both queues (and the AH client). No
+/* What a poll thread is given. */
+struct worker_arg {
+	host *h;
+	ah_worker *w;
+};
+
+inline uint64_t lookup_until(host &h, const ah_key *keys, uint32_t n, uint64_t end, unsigned tid, uint64_t *hits);
+
+/* A poll thread: queue w.index of both devices (and its AH client), its
+ * share of the storm's readiness watch, bench's lookups when asked. No
  * syscall, no lock, no allocation in the loop. */
 inline int worker_main(void *arg)
 {
-	auto *h = static_cast<host *>(arg);
-	h->rt.bind_this_thread(h->worker.cpu);
+	auto *a = static_cast<worker_arg *>(arg);
+	host *h = a->h;
+	ah_worker &w = *a->w;
+	h->rt.bind_this_thread(w.where.cpu);
 	const unsigned tid = rte_lcore_id();
 	poll_thread_online(h->rt.qsbr(), tid);
 	recv_wc wc[32];
 	uint32_t rd = 0, wr = 0; /* watch: read and write positions in this pass */
 	while (!h->stop.load(std::memory_order_acquire)) {
 		const uint64_t now = rte_get_tsc_cycles();
-		for (soft::soft_queue *q : {&h->ql, &h->qp}) {
+		for (soft::soft_queue *q : {&w.ql, &w.qp}) {
 			const uint16_t n = q->rx_burst(wc, 32);
 			for (uint16_t i = 0; i < n; i++)
 				rte_pktmbuf_free(wc[i].mbuf);
 			q->tx_flush();
 		}
-		h->cl.poll(h->ql, now);
-		if (h->watching.load(std::memory_order_acquire) && !h->watch_done.load(std::memory_order_relaxed)) {
+		w.cl.poll(w.ql, now);
+		if (h->watching.load(std::memory_order_acquire) && !w.watch_done.load(std::memory_order_relaxed)) {
 			/* One bulk lookup per loop: the queues stay polled while a
 			 * large storm is watched. */
-			const unsigned n = std::min<uint32_t>(dest_cache::max_bulk, h->watch_n - rd);
+			const unsigned n = std::min<uint32_t>(dest_cache::max_bulk, w.watch_n - rd);
 			ah_key keys[dest_cache::max_bulk];
 			ah_handle out[dest_cache::max_bulk];
 			for (unsigned i = 0; i < n; i++)
-				keys[i] = h->watch_keys[h->watch_idx[rd + i]];
+				keys[i] = h->watch_keys[w.watch_idx[rd + i]];
 			uint64_t hit = 0;
 			h->svc.cache().lookup_bulk(keys, n, out, &hit);
 			const uint64_t t = rte_get_tsc_cycles();
 			/* Compacted in place as the pass goes: hits leave the
 			 * pending list, the rest move down to wr. */
 			for (unsigned i = 0; i < n; i++) {
-				const uint32_t k = h->watch_idx[rd + i];
-				if (hit >> i & 1)
+				const uint32_t k = w.watch_idx[rd + i];
+				if (hit >> i & 1) {
 					h->ready_tsc[k] = t;
-				else
-					h->watch_idx[wr++] = k;
+					w.seen++;
+				} else {
+					w.watch_idx[wr++] = k;
+				}
 			}
 			rd += n;
-			if (rd >= h->watch_n) {
-				h->watch_n = wr;
+			if (rd >= w.watch_n) {
+				w.watch_n = wr;
 				rd = wr = 0;
-				h->scans++;
+				w.scans++;
 			}
-			if (h->watch_n == 0)
-				h->watch_done.store(true, std::memory_order_release);
+			if (w.watch_n == 0)
+				w.watch_done.store(true, std::memory_order_release);
 		}
-		h->pub_l.maybe_publish(h->ql.counters(), &h->cl, now);
-		h->pub_p.maybe_publish(h->qp.counters(), nullptr, now);
+		if (h->bench_go.load(std::memory_order_acquire) && !w.bench_done.load(std::memory_order_relaxed)) {
+			/* bench: this poll thread's dest_cache lookups, all at
+			 * once, beside the others'. */
+			const uint64_t t0 = rte_get_tsc_cycles();
+			w.lookups = lookup_until(*h, h->bench_keys, h->bench_n, h->bench_end, tid, &w.hits);
+			w.lookup_tsc = rte_get_tsc_cycles() - t0;
+			w.bench_done.store(true, std::memory_order_release);
+		}
+		w.pub_l.maybe_publish(w.ql.counters(), &w.cl, now);
+		w.pub_p.maybe_publish(w.qp.counters(), nullptr, now);
 		rte_rcu_qsbr_quiescent(h->rt.qsbr(), tid);
-		/* A plain store (one writer): main waits on it to know the
+		/* A plain store (one writer): the modes wait on it to know the
 		 * worker has left the watch arrays. */
-		h->loops.store(h->loops.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+		w.loops.store(w.loops.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
 	}
-	h->pub_l.publish(h->ql.counters(), &h->cl, rte_get_tsc_cycles());
-	h->pub_p.publish(h->qp.counters(), nullptr, rte_get_tsc_cycles());
+	w.pub_l.publish(w.ql.counters(), &w.cl, rte_get_tsc_cycles());
+	w.pub_p.publish(w.qp.counters(), nullptr, rte_get_tsc_cycles());
 	poll_thread_offline(h->rt.qsbr(), tid);
 	return 0;
 }
@@ -84,7 +105,7 @@ inline int worker_main(void *arg)
 /* bench: bulk lookups of keys[0, n) in dest_cache::max_bulk chunks until
  * end (TSC), with a quiescent state after each pass over the keys, as a
  * poll thread does them; the caller has gone online on the QSBR variable.
- * Returns the lookups done, and the hits in *hits. (The bench thread.) */
+ * Returns the lookups done, and the hits in *hits. (A poll thread.) */
 inline uint64_t lookup_until(host &h, const ah_key *keys, uint32_t n, uint64_t end, unsigned tid, uint64_t *hits)
 {
 	uint64_t lookups = 0, hit_n = 0;

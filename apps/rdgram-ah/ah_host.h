@@ -4,13 +4,16 @@
  * rdgram-ah's host: the AH registry and service of one soft RoCEv2 device
  * ("local") whose peer (a second soft device, "peer") sits on the other end
  * of an in-process net_ring pair and answers ARP/ND for the addresses that
- * are resolved dynamically. One worker lcore polls both queues
- * (ah_engine.h); set-up and tear-down (ah_setup.cc) run on the main thread.
+ * are resolved dynamically. --workers poll threads each poll queue i of
+ * both devices (ah_engine.h); set-up and tear-down (ah_setup.cc) run on
+ * the main thread.
  */
 #ifndef RDGRAM_AH_HOST_H
 #define RDGRAM_AH_HOST_H
 
 #include <atomic>
+#include <functional>
+#include <memory>
 #include <cstdint>
 #include <vector>
 
@@ -39,36 +42,84 @@ struct ah_dests {
  * bench (neither). */
 ah_dests plan_dests(const ah_app_config &c, bool inspect, bool storm, uint32_t storm_n);
 
+/* One poll thread: queue i of both devices (its own QPs: local_qpn +
+ * 0x10 i, peer_qpn + 0x10 i), its own AH client (its view of the
+ * service), its share of storm's readiness watch (keys k with k % workers
+ * == i), bench's lookups as a poll thread does them, and its counters.
+ * Written by its thread only while it runs. */
+struct ah_worker {
+	unsigned index = 0;
+	lcore_cpu where{};
+	soft::soft_queue ql, qp;
+	bool ql_up = false, qp_up = false;
+	ah_client cl;
+	bool client_up = false;
+	telemetry::qp_publisher pub_l, pub_p;
+	/* Storm watch: set up by the modes before watching is raised. */
+	std::vector<uint32_t> watch_idx; /* this worker's keys not yet seen, compacted */
+	uint32_t watch_n = 0, watched = 0, seen = 0;
+	uint64_t scans = 0;              /* full passes over its pending keys */
+	std::atomic<bool> watch_done{false};
+	/* bench: lookups until bench_end, when bench_go (host) is raised. */
+	uint64_t lookups = 0, hits = 0, lookup_tsc = 0;
+	std::atomic<bool> bench_done{false};
+	std::atomic<uint64_t> loops{0}; /* iterations, for the hand-off */
+	/* Frames left in this worker's rings when the job stopped, freed at
+	 * tear-down: local -> peer, and peer -> local. */
+	uint64_t left_lp = 0, left_pl = 0;
+	rte_ring *ring_lp = nullptr, *ring_pl = nullptr;
+};
+
 /* Everything the modes share. */
 struct host {
 	host(runtime &r, const ah_app_config &cfg) : c(&cfg), rt(r) {}
 	const ah_app_config *c;
 	runtime &rt; /* outlives the host: its devices free EAL memory */
 	soft::soft_device local, peer;
-	soft::soft_queue ql, qp;
 	ah_service svc;
-	ah_client cl;
-	bool svc_up = false, client_up = false, peer_polled = false;
-	telemetry::qp_publisher pub_l, pub_p;
-	lcore_cpu worker{};
-	bool worker_running = false;
+	bool svc_up = false, peer_polled = false;
+	std::vector<std::unique_ptr<ah_worker>> workers;
 
-	/* Worker state. */
 	std::atomic<bool> stop{false};
-	/* Storm readiness watch: set up by main before watching is raised. */
+	/* Storm readiness watch: set up by the modes before watching is raised. */
 	const ah_key *watch_keys = nullptr;
-	uint64_t *ready_tsc = nullptr;   /* per key; written by the worker */
-	uint32_t *watch_idx = nullptr;   /* keys not yet seen, compacted */
-	uint32_t watch_n = 0;
-	uint64_t scans = 0;              /* full passes over the pending keys */
-	std::atomic<bool> watching{false}, watch_done{false};
-	std::atomic<uint64_t> loops{0}; /* worker iterations, for the hand-off */
+	uint64_t *ready_tsc = nullptr;   /* per key; written by the worker watching it */
+	std::atomic<bool> watching{false};
+	/* bench: the keys every worker looks up, until bench_end (TSC). */
+	const ah_key *bench_keys = nullptr;
+	uint32_t bench_n = 0;
+	uint64_t bench_end = 0;
+	std::atomic<bool> bench_go{false};
+
+	/* Whether every worker finished its storm watch. */
+	bool watch_done() const
+	{
+		for (const auto &w : workers)
+			if (!w->watch_done.load(std::memory_order_acquire))
+				return false;
+		return true;
+	}
 };
 
-/* Opens both devices over a ring pair, the service and the worker (ah_engine.h).
- * 0, or 1/2 (printed). (Main thread.) */
-int bring_up(host &h, const std::vector<wire::gid> &static_dests, const std::vector<wire::gid> &peer_addrs);
-/* Stops the worker, the client and service, closes both devices. (Main thread.) */
+/* The lcores of c.workers poll threads (apps/common/workers.h): 0, or 2
+ * (printed: more than the EAL's lcores). (Main thread.) */
+int pick_lcores(host &h, std::vector<lcore_cpu> *out);
+
+/* Runs fn on the workers, their loops (ah_engine.h) polling from now on,
+ * and the mode beside them (on this thread, or on a plain thread when the
+ * main lcore is a worker); stops them once fn returned. fn's value, or 1
+ * when a worker could not be launched. (Main thread.) */
+int run_with_workers(host &h, const std::function<int()> &fn);
+
+/* Opens both devices over a ring pair (one ring each way per worker,
+ * each device with one queue per worker), the service, a client per
+ * worker and telemetry; the workers start in run_with_workers. 0, or 1/2
+ * (printed). (Main thread.) */
+int bring_up(host &h, const std::vector<lcore_cpu> &lcores, const std::vector<wire::gid> &static_dests,
+	     const std::vector<wire::gid> &peer_addrs);
+/* (The workers stopped.) Removes the clients, stops the service, counts
+ * and frees the frames left in the rings, closes both devices. (Main
+ * thread.) */
 void tear_down(host &h);
 
 /* Drops the references the app API took, in one control-thread call

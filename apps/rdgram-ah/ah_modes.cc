@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-ah's modes (main thread, the worker running): what inspect, bench
+ * rdgram-ah's modes (beside the running poll threads): what inspect, bench
  * and storm create and measure; ah_report.cc prints it.
  */
 #include <algorithm>
@@ -160,19 +160,30 @@ int run_bench(host &h, bench_result *res)
 	t1 = rte_get_tsc_cycles();
 	out.push_back({"reacquire batched (hits)", double(ok) / (double(t1 - t0) / hz), ok});
 
-	/* 4. dest_cache bulk lookups of set 2, as a poll thread does them:
-	 * this thread goes online on the QSBR variable meanwhile. */
+	/* 4. dest_cache bulk lookups of set 2, as poll threads do them:
+	 * every worker at once, each online on the QSBR variable (the
+	 * rate is their sum; each one's is in the report). */
 	std::vector<ah_key> keys(n);
 	for (uint32_t i = 0; i < n; i++)
 		keys[i] = ah_key::of(a2[i]);
-	const unsigned tid = rte_lcore_id();
-	poll_thread_online(h.rt.qsbr(), tid);
-	uint64_t hits = 0;
-	const uint64_t end = rte_get_tsc_cycles() + uint64_t(c.lookup_s * hz);
-	t0 = rte_get_tsc_cycles();
-	const uint64_t lookups = lookup_until(h, keys.data(), n, end, tid, &hits);
-	t1 = rte_get_tsc_cycles();
-	poll_thread_offline(h.rt.qsbr(), tid);
+	h.bench_keys = keys.data();
+	h.bench_n = n;
+	h.bench_end = rte_get_tsc_cycles() + uint64_t(c.lookup_s * hz);
+	h.bench_go.store(true, std::memory_order_release);
+	for (auto &w : h.workers)
+		while (!w->bench_done.load(std::memory_order_acquire))
+			rte_delay_us_sleep(1000);
+	h.bench_go.store(false, std::memory_order_release);
+	uint64_t lookups = 0, hits = 0, longest = 1;
+	for (auto &w : h.workers) {
+		lookups += w->lookups;
+		hits += w->hits;
+		longest = std::max(longest, w->lookup_tsc);
+		res->per_worker.push_back({w->index, w->where.lcore, w->lookups, w->hits,
+					   double(w->lookups) / (double(std::max<uint64_t>(1, w->lookup_tsc)) / hz)});
+	}
+	t0 = 0;
+	t1 = longest;
 	out.push_back({"dest_cache lookup_bulk", double(lookups) / (double(t1 - t0) / hz), unsigned(lookups)});
 	release_all(h, hs, errs, 1);
 	res->reg = summary(h);
@@ -196,16 +207,21 @@ int run_storm(host &h, uint32_t n, const std::vector<wire::gid> &dests, storm_re
 		keys[i] = ah_key::of(attrs[i]);
 	}
 	std::vector<uint64_t> ready(n, 0);
-	std::vector<uint32_t> idx(n);
-	for (uint32_t i = 0; i < n; i++)
-		idx[i] = i;
+	/* Each worker watches its share: keys k with k % workers == its index. */
+	const unsigned nw = unsigned(h.workers.size());
+	for (auto &w : h.workers) {
+		w->watch_idx.clear();
+		for (uint32_t k = w->index; k < n; k += nw)
+			w->watch_idx.push_back(k);
+		w->watch_n = w->watched = uint32_t(w->watch_idx.size());
+		w->seen = 0;
+		w->scans = 0;
+		w->watch_done.store(w->watch_n == 0, std::memory_order_relaxed);
+	}
 	std::vector<ah_handle> hs(n);
 	std::vector<int> errs(n, 0);
 	h.watch_keys = keys.data();
 	h.ready_tsc = ready.data();
-	h.watch_idx = idx.data();
-	h.watch_n = n;
-	h.watch_done.store(false, std::memory_order_relaxed);
 
 	const uint64_t t0 = rte_get_tsc_cycles();
 	h.watching.store(true, std::memory_order_release);
@@ -219,18 +235,26 @@ int run_storm(host &h, uint32_t n, const std::vector<wire::gid> &dests, storm_re
 	const uint64_t give_up = t_created + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
 	bool all = ok == n;
 	if (all) {
-		while (!h.watch_done.load(std::memory_order_acquire) && rte_get_tsc_cycles() < give_up)
+		while (!h.watch_done() && rte_get_tsc_cycles() < give_up)
 			rte_delay_us_sleep(200);
-		all = h.watch_done.load(std::memory_order_acquire);
+		all = h.watch_done();
 	} else {
 		rte_delay_us_sleep(10000);
 	}
 	h.watching.store(false, std::memory_order_seq_cst);
-	/* The arrays stay valid until the worker has begun an iteration after
-	 * the store above (two increments: the current one may predate it). */
-	const uint64_t l0 = h.loops.load(std::memory_order_seq_cst);
-	while (h.loops.load(std::memory_order_seq_cst) < l0 + 2)
-		rte_delay_us_sleep(50);
+	/* The arrays stay valid until every worker has begun an iteration
+	 * after the store above (two increments: the current one may
+	 * predate it). */
+	for (auto &w : h.workers) {
+		const uint64_t l0 = w->loops.load(std::memory_order_seq_cst);
+		while (w->loops.load(std::memory_order_seq_cst) < l0 + 2)
+			rte_delay_us_sleep(50);
+	}
+	uint64_t scans = 0;
+	for (auto &w : h.workers) {
+		scans += w->scans;
+		res->per_worker.push_back({w->index, w->where.lcore, w->watched, w->seen, w->watch_n, w->scans});
+	}
 	res->reg = summary(h);
 
 	std::vector<double> &lat = res->ready_us;
@@ -252,7 +276,7 @@ int run_storm(host &h, uint32_t n, const std::vector<wire::gid> &dests, storm_re
 	res->all_ready = all;
 	res->created_s = tsc_us(t_created - t0) / 1e6;
 	res->all_ready_ms = last ? tsc_us(last - t0) / 1e3 : 0;
-	res->scans = h.scans;
+	res->scans = scans;
 	release_all(h, hs, errs);
 	return all ? 0 : 1;
 }

@@ -10,6 +10,7 @@
 #include <string>
 
 #include <rte_ether.h>
+#include <rte_ring.h>
 
 #include "ah_report.h"
 #include "latency_hist.h"
@@ -44,7 +45,59 @@ std::string summary_json(const reg_summary &s)
 
 } // namespace
 
-void print_inspect(const ah_app_config &c, const inspect_result &res)
+std::vector<worker_frames> worker_accounting(const host &h)
+{
+	std::vector<worker_frames> out;
+	auto in_of = [](const soft::soft_counters &k) { return k.rx_pkts + k.rx_to_control + k.rx_drops(); };
+	auto out_of = [](const soft::soft_counters &k) { return k.tx_pkts + k.tx_control; };
+	for (const auto &w : h.workers) {
+		worker_frames f{};
+		f.index = w->index;
+		f.lcore = w->where.lcore;
+		f.local_sent = out_of(w->ql.counters());
+		f.peer_in = in_of(w->qp.counters());
+		f.left_lp = w->ring_lp ? rte_ring_count(w->ring_lp) : 0;
+		f.peer_sent = out_of(w->qp.counters());
+		f.local_in = in_of(w->ql.counters());
+		f.left_pl = w->ring_pl ? rte_ring_count(w->ring_pl) : 0;
+		f.closed = f.local_sent == f.peer_in + f.left_lp && f.peer_sent == f.local_in + f.left_pl;
+		out.push_back(f);
+	}
+	return out;
+}
+
+namespace {
+
+std::string frames_json(const std::vector<worker_frames> &wf)
+{
+	std::string js = "\"workers\":[";
+	char b[384];
+	for (size_t i = 0; i < wf.size(); i++) {
+		const worker_frames &f = wf[i];
+		snprintf(b, sizeof(b),
+			 "%s{\"worker\":%u,\"lcore\":%u,\"local_sent\":%lu,\"peer_received\":%lu,\"left_to_peer\":%lu,"
+			 "\"peer_sent\":%lu,\"local_received\":%lu,\"left_to_local\":%lu,\"accounting\":\"%s\"}",
+			 i ? "," : "", f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in,
+			 (unsigned long)f.left_lp, (unsigned long)f.peer_sent, (unsigned long)f.local_in,
+			 (unsigned long)f.left_pl, f.closed ? "closed" : "open");
+		js += b;
+	}
+	return js + "]";
+}
+
+void print_frames(const std::vector<worker_frames> &wf)
+{
+	for (const worker_frames &f : wf)
+		printf(" worker %u (lcore %u): frames local -> peer %lu = %lu received + %lu left; peer -> local %lu = "
+		       "%lu received + %lu left: %s\n",
+		       f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in, (unsigned long)f.left_lp,
+		       (unsigned long)f.peer_sent, (unsigned long)f.local_in, (unsigned long)f.left_pl,
+		       f.closed ? "closed" : "OPEN");
+}
+
+} // namespace
+
+void print_inspect(const ah_app_config &c, const inspect_result &res, const std::vector<worker_frames> &wf)
 {
 	const reg_summary &s = res.reg;
 	auto neigh_str = [&](const inspect_row &r) -> std::string {
@@ -84,7 +137,7 @@ void print_inspect(const ah_app_config &c, const inspect_result &res)
 			       ttl_str(r) == "-" ? "null" : ttl_str(r).c_str(),
 			       left_str(r) == "-" ? "null" : left_str(r).c_str(), av.size() / 2, av.c_str());
 		}
-		printf("]}\n");
+		printf("],%s}\n", frames_json(wf).c_str());
 	} else {
 		printf(" registry: %lu live of %lu (%lu held, %lu cached), %lu bytes, created %lu, reused %lu, "
 		       "evicted %lu, failed %lu\n",
@@ -101,10 +154,11 @@ void print_inspect(const ah_app_config &c, const inspect_result &res)
 			       r.refs, neigh_str(r).c_str(), ttl_str(r).c_str(), left_str(r).c_str(),
 			       hex(r.av.data(), r.av.size()).c_str());
 		}
+		print_frames(wf);
 	}
 }
 
-void print_bench(const ah_app_config &c, const bench_result &res)
+void print_bench(const ah_app_config &c, const bench_result &res, const std::vector<worker_frames> &wf)
 {
 	const reg_summary &s = res.reg;
 	if (c.json) {
@@ -114,19 +168,30 @@ void print_bench(const ah_app_config &c, const bench_result &res)
 		for (size_t i = 0; i < res.figures.size(); i++)
 			printf("%s{\"test\":\"%s\",\"per_second\":%.0f,\"ok\":%u}", i ? "," : "", res.figures[i].name,
 			       res.figures[i].per_s, res.figures[i].ok);
-		printf("],\"registry\":%s}\n", summary_json(s).c_str());
+		printf("],\"lookup_workers\":[");
+		for (size_t i = 0; i < res.per_worker.size(); i++) {
+			const bench_worker &w = res.per_worker[i];
+			printf("%s{\"worker\":%u,\"lcore\":%u,\"lookups\":%lu,\"hits\":%lu,\"per_second\":%.0f}",
+			       i ? "," : "", w.index, w.lcore, (unsigned long)w.lookups, (unsigned long)w.hits, w.per_s);
+		}
+		printf("],%s,\"registry\":%s}\n", frames_json(wf).c_str(), summary_json(s).c_str());
 	} else {
 		printf(" bench: %u AHs per phase to %u destinations, batches of %u\n", res.count, res.dests, c.batch);
 		for (const bench_figure &f : res.figures)
 			printf("  %-28s %12.0f /s  (%u)\n", f.name, f.per_s, f.ok);
 		printf("  lookups hit: %lu of %lu\n", (unsigned long)res.hits, (unsigned long)res.lookups);
+		if (res.per_worker.size() > 1)
+			for (const bench_worker &w : res.per_worker)
+				printf("  worker %u (lcore %u): %lu lookups, %lu hits, %.0f /s\n", w.index, w.lcore,
+				       (unsigned long)w.lookups, (unsigned long)w.hits, w.per_s);
+		print_frames(wf);
 		printf(" registry: %lu live of %lu, %lu bytes (allocated for its capacity: %.1f bytes per AH)\n",
 		       (unsigned long)s.live, (unsigned long)s.capacity, (unsigned long)s.memory,
 		       s.capacity ? double(s.memory) / double(s.capacity) : 0.0);
 	}
 }
 
-void print_storm(const ah_app_config &c, const storm_result &res)
+void print_storm(const ah_app_config &c, const storm_result &res, const std::vector<worker_frames> &wf)
 {
 	const reg_summary &s = res.reg;
 	const std::vector<double> &lat = res.ready_us;
@@ -151,7 +216,14 @@ void print_storm(const ah_app_config &c, const storm_result &res)
 				       res.by_errno[e]);
 				first = false;
 			}
-		printf("},\"registry\":%s}\n", summary_json(s).c_str());
+		printf("},\"watch_workers\":[");
+		for (size_t i = 0; i < res.per_worker.size(); i++) {
+			const storm_worker &w = res.per_worker[i];
+			printf("%s{\"worker\":%u,\"lcore\":%u,\"watched\":%u,\"seen_ready\":%u,\"pending\":%u,"
+			       "\"scans\":%lu}",
+			       i ? "," : "", w.index, w.lcore, w.watched, w.seen, w.pending, (unsigned long)w.scans);
+		}
+		printf("],%s,\"registry\":%s}\n", frames_json(wf).c_str(), summary_json(s).c_str());
 	} else {
 		printf(" storm: %u AHs to %u destinations (%s), batches of %u\n", n, nd,
 		       c.storm_resolve ? "resolved by ARP/ND" : "static neighbours", c.batch);
@@ -167,6 +239,14 @@ void print_storm(const ah_app_config &c, const storm_result &res)
 		for (int e = 1; e < 256; e++)
 			if (res.by_errno[e])
 				printf("  failed: %u with %s\n", res.by_errno[e], strerror(e));
+		/* Each poll thread watched its share of the keys: what it
+		 * saw ready plus what it still waited for is its share. */
+		if (res.per_worker.size() > 1)
+			for (const storm_worker &w : res.per_worker)
+				printf("  worker %u (lcore %u): watched %u, saw ready %u, still pending %u, %lu scans: %s\n",
+				       w.index, w.lcore, w.watched, w.seen, w.pending, (unsigned long)w.scans,
+				       w.seen + w.pending == w.watched ? "closed" : "OPEN");
+		print_frames(wf);
 	}
 }
 

@@ -42,11 +42,26 @@ struct bench_figure {
 	unsigned ok;
 };
 
+/* bench: one poll thread's lookups. */
+struct bench_worker {
+	unsigned index, lcore;
+	uint64_t lookups, hits;
+	double per_s;
+};
+
 struct bench_result {
 	uint32_t count = 0, dests = 0;
 	uint64_t lookups = 0, hits = 0;
 	std::vector<bench_figure> figures;
+	std::vector<bench_worker> per_worker;
 	reg_summary reg{};
+};
+
+/* storm: one poll thread's share of the readiness watch. */
+struct storm_worker {
+	unsigned index, lcore;
+	uint32_t watched, seen, pending;
+	uint64_t scans;
 };
 
 struct storm_result {
@@ -55,21 +70,36 @@ struct storm_result {
 	std::vector<double> ready_us;  /* each ready AH's readiness since the storm began, sorted */
 	std::vector<unsigned> by_errno; /* failed creations per errno (index), 256 */
 	double created_s = 0, all_ready_ms = 0;
-	uint64_t scans = 0; /* the worker's passes over the pending keys */
+	uint64_t scans = 0; /* the workers' passes over their pending keys, summed */
+	std::vector<storm_worker> per_worker;
 	reg_summary reg{};
 };
 
-/* The modes (main thread, the worker running). Each returns 0, or 1 when
+/* Each poll thread's frames once they stopped: what its queue of each
+ * device sent (tx_pkts + tx_control) against what the other device's
+ * queue of the same index took in (rx_pkts + rx_to_control + rx drops)
+ * plus what was left in the ring between them. */
+struct worker_frames {
+	unsigned index, lcore;
+	uint64_t local_sent, peer_in, left_lp;
+	uint64_t peer_sent, local_in, left_pl;
+	bool closed;
+};
+/* (The workers stopped.) */
+std::vector<worker_frames> worker_accounting(const host &h);
+
+/* The modes (beside the running poll threads). Each returns 0, or 1 when
  * something failed (printed on stderr); bench 2 when it cannot run (the
  * capacity: nothing measured, nothing to report). */
 int run_inspect(host &h, inspect_result *r);
 int run_bench(host &h, bench_result *r);
 int run_storm(host &h, uint32_t n, const std::vector<wire::gid> &dests, storm_result *r);
 
-/* Reports on stdout: a table, or one JSON object with c.json. */
-void print_inspect(const ah_app_config &c, const inspect_result &r);
-void print_bench(const ah_app_config &c, const bench_result &r);
-void print_storm(const ah_app_config &c, const storm_result &r);
+/* Reports on stdout: a table, or one JSON object with c.json; each with
+ * the poll threads' frame accounting (wf). */
+void print_inspect(const ah_app_config &c, const inspect_result &r, const std::vector<worker_frames> &wf);
+void print_bench(const ah_app_config &c, const bench_result &r, const std::vector<worker_frames> &wf);
+void print_storm(const ah_app_config &c, const storm_result &r, const std::vector<worker_frames> &wf);
 
 } // namespace rdgram::ahtool
 

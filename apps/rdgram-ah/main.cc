@@ -8,9 +8,12 @@
  * It runs the AH registry and service of one host (a soft RoCEv2 device,
  * "local") whose peer (a second soft device, "peer") sits on the other end
  * of an in-process net_ring pair and answers ARP/ND for the addresses that
- * are resolved dynamically. One worker lcore polls both queues (neighbour
- * frames travel through them) and, in storm, watches the destination cache
- * for each new AH becoming visible to the data path.
+ * are resolved dynamically. --workers poll threads (default 1) each poll
+ * their queue of both devices (neighbour frames travel through queue 0's)
+ * with their own AH client; in storm they share the watch of the
+ * destination cache for each new AH becoming visible to the data path
+ * (key k watched by worker k % N), in bench they all run the lookups at
+ * once. Only the soft driver serves it (--driver: one line why not).
  *
  *   inspect  creates a set of AHs (static and resolved destinations, a few
  *            released again) and prints the registry: destination, state,
@@ -20,8 +23,9 @@
  *   storm N  creates N AHs in batches; time until all are ready, p50/p99 of
  *            each AH's readiness, registry memory
  *
- * main() parses, sets up (ah_setup.cc), runs a mode (ah_modes.cc; the
- * worker's poll loop is ah_engine.h) and reports (ah_report.cc).
+ * main() parses, sets up (ah_setup.cc), runs a mode beside the poll
+ * threads (ah_modes.cc; their loop is ah_engine.h) and, once they stopped,
+ * reports with each one's frame accounting (ah_report.cc).
  */
 #include <atomic>
 #include <cerrno>
@@ -36,6 +40,7 @@
 #include "ah_host.h"
 #include "ah_report.h"
 #include "cli.h"
+#include "driver.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
@@ -69,6 +74,12 @@ int main(int argc, char **argv)
 	app.add("--max-ah", c.max_ah, "the soft device's AH table size (max_ah) [1048576]").range(1u, 1u << 24);
 	app.add("--neigh-ttl-ms", c.neigh_ttl_ms, "lifetime of a resolved neighbour before re-resolution [30000]")
 		.range(1u, 86400000u);
+	app.add("--driver", c.driver, "the driver: soft (the only one this tool serves: see docs/APPS.md) [soft]");
+	app.add("--workers", c.workers,
+		"poll threads, each on its own lcore with its own queue of both devices and its own AH client; "
+		"storm's readiness watch and bench's lookups are split over / run on all of them; the main lcore "
+		"is the last one taken, so -l 0,1 runs 2 [1]")
+		.range(1u, 128u);
 	app.add("--hold", c.hold_s, "seconds to keep running after the report, e.g. to read /rdgram/ telemetry; "
 		"SIGINT/SIGTERM end it sooner [0]")
 		.range(0.0, 86400.0);
@@ -132,6 +143,22 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	apps::driver_kind drv;
+	if (std::string err; apps::parse_driver(c.driver, &drv, &err) != 0) {
+		fprintf(stderr, "rdgram-ah: %s\n", err.c_str());
+		return 2;
+	}
+	if (drv != apps::driver_kind::soft) {
+		/* The tool's host is a pair of soft devices on a ring pair, the
+		 * peer answering ARP/ND, and inspect prints the soft AV (the
+		 * frame header template); a verbs, mlx5 or EFA device resolves
+		 * neighbours in the kernel or the device and has AVs of its
+		 * own, with no peer to host here. */
+		fprintf(stderr, "rdgram-ah: driver %s: rdgram-ah runs its host and the ARP/ND peer as two soft devices "
+				"on an in-process ring pair; it has no %s host (run rdgram-coll or rdgram-perf on it "
+				"for AH storms there)\n", c.driver.c_str(), c.driver.c_str());
+		return 2;
+	}
 	const ah_dests dests = plan_dests(c, ins.parsed(), sto.parsed(), storm_n);
 
 	runtime rt;
@@ -155,23 +182,36 @@ int main(int argc, char **argv)
 	}
 	{
 	host h(rt, c);
+	std::vector<lcore_cpu> lcores;
 	if (status == 0)
-		status = bring_up(h, dests.statics, dests.peer_addrs);
+		status = pick_lcores(h, &lcores);
+	if (status == 0)
+		status = bring_up(h, lcores, dests.statics, dests.peer_addrs);
 	if (status == 0) {
-		if (ins.parsed()) {
-			inspect_result r;
-			status = run_inspect(h, &r);
-			print_inspect(c, r);
-		} else if (ben.parsed()) {
-			bench_result r;
-			status = run_bench(h, &r);
-			if (status != 2)
-				print_bench(c, r);
-		} else {
-			storm_result r;
-			status = run_storm(h, storm_n, dests.storm, &r);
-			print_storm(c, r);
-		}
+		/* The mode runs beside the poll threads; the report once they
+		 * stopped, with each one's frame accounting. */
+		inspect_result ir;
+		bench_result br;
+		storm_result sr;
+		status = run_with_workers(h, [&] {
+			if (ins.parsed())
+				return run_inspect(h, &ir);
+			if (ben.parsed())
+				return run_bench(h, &br);
+			return run_storm(h, storm_n, dests.storm, &sr);
+		});
+		const std::vector<worker_frames> wf = worker_accounting(h);
+		if (ins.parsed())
+			print_inspect(c, ir, wf);
+		else if (ben.parsed() && status != 2)
+			print_bench(c, br, wf);
+		else if (sto.parsed())
+			print_storm(c, sr, wf);
+		for (const worker_frames &f : wf)
+			if (!f.closed && status == 0) {
+				fprintf(stderr, "rdgram-ah: worker %u: its frames do not add up (above)\n", f.index);
+				status = 1;
+			}
 		fflush(stdout);
 		if (c.hold_s > 0) { /* SIGINT or SIGTERM ends the hold early */
 			std::signal(SIGINT, on_hold_signal);

@@ -17,6 +17,7 @@ void load_coll_config(const std::string &path, coll_config &c)
 		t->finish();
 	}
 	if (auto t = r.get_table("job")) {
+		c.driver = t->get_string("driver", c.driver);
 		c.mode = t->get_enum("mode", c.mode, {"threads", "procs"});
 		c.ranks = uint32_t(t->get_int("ranks", c.ranks, 1, max_procs_ranks));
 		c.rank = int32_t(t->get_int("rank", c.rank, -1, max_procs_ranks - 1));
@@ -38,7 +39,14 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.seed = uint64_t(t->get_int("seed", int64_t(c.seed), 0, INT64_MAX));
 		t->finish();
 	}
+	if (auto t = r.get_table("rdma")) {
+		c.device = t->get_string("device", c.device);
+		c.ib_port = uint32_t(t->get_int("port", c.ib_port, 1, 255));
+		c.gid_index = int32_t(t->get_int("gid_index", c.gid_index, -1, 255));
+		t->finish();
+	}
 	if (auto t = r.get_table("poll")) {
+		c.workers = uint32_t(t->get_int("workers", c.workers, 1, 128));
 		c.idle = t->get_enum("idle", c.idle, {"busy", "yield", "sleep"});
 		c.idle_spins = uint32_t(t->get_int("idle_spins", c.idle_spins, 0, 100000000));
 		c.idle_sleep_us = uint32_t(t->get_int("idle_sleep_us", c.idle_sleep_us, 1, 1000000));

@@ -17,6 +17,7 @@ namespace rdgram::coll {
 
 struct coll_config {
 	std::vector<std::string> eal_args; /* used when none on the command line */
+	std::string driver = "soft";    /* soft | verbs | mlx5 | efa (apps/common/driver.h) */
 	std::string mode = "threads";   /* threads | procs */
 	uint32_t ranks = 8;             /* job size (procs: unless a launcher says) */
 	int32_t rank = -1;              /* procs: this process's rank (-1: launcher) */
@@ -36,6 +37,15 @@ struct coll_config {
 	uint32_t idle_spins = 64;       /* empty polls in a row before yielding or sleeping */
 	uint32_t idle_sleep_us = 100;   /* sleep: the longest nap */
 	std::string json;               /* write the results as JSON here ("-": stdout); empty: no */
+	/* verbs, mlx5, efa ([rdma], rdgram-perf's keys): the RDMA device,
+	 * its port and the source GID index of every AH (RoCEv2: the
+	 * port's RoCE v2 GID of its IPv4 address, which is also the rank's
+	 * address). */
+	std::string device;             /* ibv device name ("": the first usable one) */
+	uint32_t ib_port = 1;           /* physical port */
+	int32_t gid_index = -1;         /* sgid_index, and the rank's GID (-1: the port's first
+					   IPv4 RoCE v2 GID, else its first GID) */
+	uint32_t workers = 1;           /* poll threads (threads mode: ranks spread over them) */
 };
 
 inline constexpr uint32_t max_procs_ranks = 64;

@@ -65,7 +65,10 @@ int open_user_port(const std::string &devargs, uint32_t rank, uint16_t *port, bo
 	return 0;
 }
 
-int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank &lr,
+namespace {
+
+/* Soft: the rank's device on its port, its queue and QP. */
+int open_soft(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<soft::soft_device> &lr,
 	      const std::vector<rank_addr> &statics, int node)
 {
 	const bool fixed_mac = !statics.empty() || nranks == 1;
@@ -114,7 +117,137 @@ int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank &lr
 		fprintf(stderr, "rdgram-coll: rank %u: %s\n", lr.rank, lr.dev.error().c_str());
 		return 1;
 	}
-	lr.q.add_qp(qpn_base + lr.rank, c.qkey);
+	lr.q_up = true;
+	lr.qpn = qpn_base + lr.rank;
+	lr.gid = gid_of(lr.rank);
+	if (int rc = lr.q.add_qp(lr.qpn, c.qkey); rc != 0) {
+		fprintf(stderr, "rdgram-coll: rank %u: QP 0x%x: %s\n", lr.rank, lr.qpn, strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+#if RDGRAM_HAVE_DRIVER_VERBS
+int open_device(const coll_config &c, runtime &rt, uint32_t nranks, verbs::verbs_device &dev)
+{
+	verbs::verbs_config vc;
+	vc.device = c.device;
+	vc.port_num = uint8_t(c.ib_port);
+	vc.max_ah = std::max<uint32_t>(64, 2 * nranks);
+	vc.qsbr = rt.qsbr();
+	vc.topology = rt.topology();
+	vc.nb_mbufs = 2047; /* the receive ring (rq_depth 1024) and inline copies */
+	return dev.open(vc);
+}
+#endif
+#if RDGRAM_HAVE_DRIVER_MLX5
+int open_device(const coll_config &c, runtime &rt, uint32_t nranks, mlx5::mlx5_device &dev)
+{
+	mlx5::mlx5_config mc;
+	mc.device = c.device;
+	mc.port_num = uint8_t(c.ib_port);
+	mc.max_ah = std::max<uint32_t>(64, 2 * nranks);
+	mc.qsbr = rt.qsbr();
+	return dev.open(mc);
+}
+#endif
+#if RDGRAM_HAVE_DRIVER_EFA
+int open_device(const coll_config &c, runtime &rt, uint32_t nranks, efa::efa_device &dev)
+{
+	efa::efa_config ec;
+	ec.device_name = c.device;
+	ec.max_ah = std::max<uint32_t>(64, 2 * nranks);
+	ec.qsbr = rt.qsbr();
+	return dev.open(ec);
+}
+#endif
+
+/* The source GID of the rank's AHs: --gid-index, or the port's first
+ * IPv4 GID (port().gids holds the RoCE v2 ones on Ethernet, index =
+ * sgid_index), else its first non-zero one. -1 when there is none. */
+int pick_gid(const coll_config &c, const port_attr &pa)
+{
+	const wire::gid zero{};
+	if (c.gid_index >= 0)
+		return size_t(c.gid_index) < pa.gids.size() && pa.gids[size_t(c.gid_index)] != zero ? c.gid_index : -1;
+	for (size_t i = 0; i < pa.gids.size(); i++)
+		if (pa.gids[i].is_v4_mapped())
+			return int(i);
+	for (size_t i = 0; i < pa.gids.size(); i++)
+		if (pa.gids[i] != zero)
+			return int(i);
+	return -1;
+}
+
+/* verbs, mlx5, EFA: the rank's own open of the RDMA device and its UD
+ * queue (the device numbers the QP). */
+template <class Dev> int open_rdma(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<Dev> &lr)
+{
+	int rc = 0;
+	rt.ctl().call([&] { rc = open_device(c, rt, nranks, lr.dev); });
+	if (rc != 0) {
+		/* ENODEV: no such device here (or no active port): the
+		 * setting cannot run on this host. The mlx5 model
+		 * (tests/model) hosts one QP that loops back to itself, not
+		 * a job of ranks; EFA has a model of its AH path only. */
+		const bool modelled = strcmp(lr.dev.driver_name(), "verbs") != 0;
+		const char *model = rc == ENODEV && modelled ? " (no model stands in: the mlx5 model hosts one QP "
+							       "looping back to itself, EFA's only its AH path)"
+							     : "";
+		fprintf(stderr, "rdgram-coll: rank %u: driver %s: cannot open RDMA device '%s' port %u: %s%s\n", lr.rank,
+			lr.dev.driver_name(), c.device.empty() ? "(the first found)" : c.device.c_str(),
+			unsigned(c.ib_port), lr.dev.error().c_str(), model);
+		return rc == ENODEV ? 2 : 1;
+	}
+	lr.opened = true;
+	const int g = pick_gid(c, lr.dev.port());
+	if (g < 0) {
+		fprintf(stderr, "rdgram-coll: rank %u: %s has no GID%s to address its ranks by\n", lr.rank,
+			c.device.empty() ? "the device" : c.device.c_str(),
+			c.gid_index >= 0 ? (" at --gid-index " + std::to_string(c.gid_index)).c_str() : "");
+		return 2;
+	}
+	const uint32_t need = uint32_t(sizeof(msg_hdr)) + c.size;
+	if (lr.dev.port().active_mtu != 0 && lr.dev.port().active_mtu < need) {
+		fprintf(stderr, "rdgram-coll: --size %u: a block and its 16-byte header need %u bytes; the port's MTU is "
+				"%u\n", c.size, need, lr.dev.port().active_mtu);
+		return 2;
+	}
+	lr.sgid_index = uint8_t(g);
+	lr.gid = lr.dev.port().gids[size_t(g)];
+	queue_params qp;
+	qp.socket = lr.dev.port().numa_node >= 0 ? lr.dev.port().numa_node : SOCKET_ID_ANY;
+	qp.qkey = c.qkey;
+	/* The engine sends every message inline (a 16-byte header and a
+	 * block): what the QP grants is used, the driver copies the rest. */
+	qp.max_inline = 64;
+	rt.ctl().call([&] { rc = lr.dev.create_queue(qp, lr.q); });
+	if (rc != 0) {
+		fprintf(stderr, "rdgram-coll: rank %u: driver %s: UD queue: %s\n", lr.rank, lr.dev.driver_name(),
+			lr.dev.error().c_str());
+		return 1;
+	}
+	lr.q_up = true;
+	if constexpr (requires { lr.q.qpn(); })
+		lr.qpn = lr.q.qpn();
+	else
+		lr.qpn = lr.q.qp_num(); /* efa_queue's name for it */
+	return 0;
+}
+
+} // namespace
+
+template <class Dev>
+int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<Dev> &lr,
+	      const std::vector<rank_addr> &statics, int node)
+{
+	int rc;
+	if constexpr (apps::is_soft<Dev>)
+		rc = open_soft(c, rt, nranks, lr, statics, node);
+	else
+		rc = open_rdma(c, rt, nranks, lr);
+	if (rc != 0)
+		return rc;
 	ah_service_config svc;
 	svc.capacity = std::max<uint32_t>(64, 2 * nranks);
 	svc.qsbr = rt.qsbr();
@@ -128,24 +261,25 @@ int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank &lr
 	return 0;
 }
 
-rank_addr rank_record(const coll_config &c, const local_rank &lr)
+template <class Dev> rank_addr rank_record(const coll_config &c, const local_rank<Dev> &lr)
 {
 	rank_addr a{};
 	a.rank = lr.rank;
-	memcpy(a.gid, gid_of(lr.rank).raw, 16);
-	a.qpn = qpn_base + lr.rank;
+	memcpy(a.gid, lr.gid.raw, 16);
+	a.qpn = lr.qpn;
 	a.qkey = c.qkey;
-	memcpy(a.mac, lr.dev.mac().addr_bytes, 6);
+	if constexpr (apps::is_soft<Dev>)
+		memcpy(a.mac, lr.dev.mac().addr_bytes, 6);
 	return a;
 }
 
-void storm(local_rank &lr, const std::vector<rank_addr> &table)
+template <class Dev> void storm(local_rank<Dev> &lr, const std::vector<rank_addr> &table)
 {
 	std::vector<ibv_ah_attr> attrs;
 	std::vector<uint32_t> who;
 	for (const rank_addr &a : table)
 		if (a.rank != lr.rank) {
-			attrs.push_back(apps::gid_ah_attr(a.gid));
+			attrs.push_back(apps::gid_ah_attr(a.gid, lr.sgid_index));
 			who.push_back(a.rank);
 		}
 	std::vector<ah_handle> hs(attrs.size(), ah_null);
@@ -163,7 +297,7 @@ void storm(local_rank &lr, const std::vector<rank_addr> &table)
 	}
 }
 
-unsigned count_arp_matches(runtime &rt, local_rank &lr, const std::vector<rank_addr> &table)
+unsigned count_arp_matches(runtime &rt, local_rank<soft::soft_device> &lr, const std::vector<rank_addr> &table)
 {
 	unsigned n = 0;
 	rt.ctl().call([&] {
@@ -181,37 +315,65 @@ unsigned count_arp_matches(runtime &rt, local_rank &lr, const std::vector<rank_a
 	return n;
 }
 
-void close_rank(local_rank &lr, unsigned *in_use)
+template <class Dev> void close_rank(local_rank<Dev> &lr, unsigned *in_use)
 {
-	if (lr.svc_up) {
-		lr.svc.stop();
-		lr.svc_up = false;
-	}
-	*in_use = 0;
-	if (rte_mempool *mp = lr.dev.mempool()) {
-		/* A port probed here is closed first: some PMDs keep mbufs in
-		 * their queues until then (net_af_xdp's fill queue). A port
-		 * the EAL was given is only stopped (most PMDs give their RX
-		 * rings back at stop). ARP/ND frames still in the device's
-		 * control rings are given back by close(). */
-		/* Sent frames the PMD still holds until it reaps their
-		 * completions (net_af_xdp: at its next TX burst). */
-		if (lr.opened) {
-			rte_eth_tx_done_cleanup(lr.port, 0, 0);
-			rte_eth_tx_burst(lr.port, 0, nullptr, 0);
+	if constexpr (apps::is_soft<Dev>) {
+		if (lr.svc_up) {
+			lr.svc.stop();
+			lr.svc_up = false;
 		}
-		rte_eth_dev_stop(lr.port);
+		*in_use = 0;
+		if (rte_mempool *mp = lr.dev.mempool()) {
+			/* A port probed here is closed first: some PMDs keep mbufs in
+			 * their queues until then (net_af_xdp's fill queue). A port
+			 * the EAL was given is only stopped (most PMDs give their RX
+			 * rings back at stop). ARP/ND frames still in the device's
+			 * control rings are given back by close(). */
+			/* Sent frames the PMD still holds until it reaps their
+			 * completions (net_af_xdp: at its next TX burst). */
+			if (lr.opened) {
+				rte_eth_tx_done_cleanup(lr.port, 0, 0);
+				rte_eth_tx_burst(lr.port, 0, nullptr, 0);
+			}
+			rte_eth_dev_stop(lr.port);
+			if (lr.port_probed) {
+				rte_eth_dev_close(lr.port);
+				lr.port_probed = false;
+			}
+			*in_use = rte_mempool_in_use_count(mp) - lr.dev.control_frames();
+		}
+		lr.dev.close();
 		if (lr.port_probed) {
 			rte_eth_dev_close(lr.port);
 			lr.port_probed = false;
 		}
-		*in_use = rte_mempool_in_use_count(mp) - lr.dev.control_frames();
-	}
-	lr.dev.close();
-	if (lr.port_probed) {
-		rte_eth_dev_close(lr.port);
-		lr.port_probed = false;
+		return;
+	} else {
+		if (lr.svc_up) {
+			lr.svc.stop();
+			lr.svc_up = false;
+		}
+		/* The QP's receive buffers and sends in flight come back
+		 * when it is destroyed; then every mbuf of the device's pool
+		 * must be home. */
+		if (lr.q_up) {
+			lr.dev.destroy_queue(lr.q);
+			lr.q_up = false;
+		}
+		rte_mempool *mp = lr.dev.mempool();
+		*in_use = mp != nullptr ? rte_mempool_in_use_count(mp) : 0;
+		if (lr.opened)
+			lr.dev.close();
+		lr.opened = false;
 	}
 }
+
+#define RDGRAM_COLL_FABRIC_INST(D)                                                                     \
+	template int open_rank<D>(const coll_config &, runtime &, uint32_t, local_rank<D> &,           \
+				  const std::vector<rank_addr> &, int);                                 \
+	template rank_addr rank_record<D>(const coll_config &, const local_rank<D> &);                 \
+	template void storm<D>(local_rank<D> &, const std::vector<rank_addr> &);                       \
+	template void close_rank<D>(local_rank<D> &, unsigned *);
+RDGRAM_COLL_DRIVERS(RDGRAM_COLL_FABRIC_INST)
 
 } // namespace rdgram::coll

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-coll's fabric: where each rank's soft RoCEv2 device sends its
- * frames, and the rank's device, QP and AH service on it (set-up: main
- * thread, before the poll lcore runs; the switch's data path is
- * coll_switch.h).
+ * rdgram-coll's fabric: where each rank's device sends its frames, and
+ * the rank's device, QP and AH service on it (set-up: main thread, before
+ * the poll threads run; the switch's data path is coll_switch.h).
  *
+ * Soft driver (each rank a soft RoCEv2 device on its own DPDK port):
  *   threads  all ranks in one process; rank i's port is a net_ring whose TX
  *            ring an Ethernet switch in software (eth_switch) drains into
  *            the RX ring of the rank owning the destination MAC. Every
@@ -17,6 +17,13 @@
  *            plugged into (a Linux bridge, a switch); peers' MACs are
  *            resolved by the soft driver's own ARP/ND through it, never
  *            taken from the address exchange.
+ *
+ * verbs, mlx5, EFA: each rank opens the RDMA device itself (its own
+ * context, PD, QP and AH service); threads mode puts every rank of the
+ * job on one device of this host (the device loops the datagrams back, as
+ * rxe and a NIC do), procs mode one rank per process. The kernel or the
+ * device resolves the peers' MACs; the address record carries GID and
+ * QPN (the device's).
  */
 #ifndef RDGRAM_COLL_FABRIC_H
 #define RDGRAM_COLL_FABRIC_H
@@ -34,29 +41,57 @@
 #include "coll_switch.h"
 #include "rdgram/ah_service.h"
 #include "rdgram/runtime.h"
-#include "soft_device.h"
+#include "driver.h"
 
 namespace rdgram::coll {
 
+/* Every driver this build has, for explicit instantiation of the job's
+ * templates (X(device type)): the job is compiled once per driver, on its
+ * queue type, and main() picks one (apps/common/driver.h). */
+#if RDGRAM_HAVE_DRIVER_VERBS
+#define RDGRAM_COLL_X_VERBS(X) X(::rdgram::verbs::verbs_device)
+#else
+#define RDGRAM_COLL_X_VERBS(X)
+#endif
+#if RDGRAM_HAVE_DRIVER_MLX5
+#define RDGRAM_COLL_X_MLX5(X) X(::rdgram::mlx5::mlx5_device)
+#else
+#define RDGRAM_COLL_X_MLX5(X)
+#endif
+#if RDGRAM_HAVE_DRIVER_EFA
+#define RDGRAM_COLL_X_EFA(X) X(::rdgram::efa::efa_device)
+#else
+#define RDGRAM_COLL_X_EFA(X)
+#endif
+#define RDGRAM_COLL_DRIVERS(X) X(::rdgram::soft::soft_device) RDGRAM_COLL_X_VERBS(X) RDGRAM_COLL_X_MLX5(X) RDGRAM_COLL_X_EFA(X)
+
 inline constexpr uint32_t qpn_base = 0x1000;
 
-/* Rank r's GID: IPv4 10.200.x.y with x.y = r + 1 (procs mode too: every
- * rank of a job on one L2 segment has its own address). */
+/* Soft driver: rank r's GID, IPv4 10.200.x.y with x.y = r + 1 (procs
+ * mode too: every rank of a job on one L2 segment has its own address).
+ * The RDMA drivers use their port's GID (--gid-index) and the QPN the
+ * device gave. */
 wire::gid gid_of(uint32_t r);
 /* Threads mode: rank r's MAC 02:00:00:c0:HH:LL (the switch's table). */
 rte_ether_addr mac_of(uint32_t r);
 
-using rank_t = coll_rank<soft::soft_queue>;
-
-/* What one rank owns in this process. */
-struct local_rank {
+/* What one rank owns in this process: on the soft driver its own port
+ * and device; on verbs, mlx5 and EFA its own open of the RDMA device
+ * (context, PD, QP), as a process of its own would have. */
+template <class Dev> struct local_rank {
+	using queue_type = typename Dev::queue_type;
 	uint32_t rank = 0;
-	uint16_t port = 0;
-	bool port_probed = false; /* procs: the vdev is ours to remove */
-	unsigned pmd_held = 0;    /* mbufs the port's queues held at start */
-	bool opened = false;      /* the device opened: its port runs */
-	soft::soft_device dev;
-	soft::soft_queue q;
+	unsigned worker = 0;      /* the poll thread that serves it (threads mode: rank % workers) */
+	uint16_t port = 0;        /* soft: its DPDK port */
+	bool port_probed = false; /* soft, procs: the vdev is ours to remove */
+	unsigned pmd_held = 0;    /* soft: mbufs the port's queues held at start */
+	bool opened = false;      /* the device opened (soft: its port runs) */
+	Dev dev;
+	queue_type q;
+	bool q_up = false;        /* q was created on dev */
+	uint32_t qpn = 0;         /* its QP number */
+	wire::gid gid{};          /* its address (the AHs' destination GID) */
+	uint8_t sgid_index = 0;   /* RDMA drivers: the source GID index of its AHs */
 	ah_service svc;
 	bool svc_up = false;
 	std::vector<ah_handle> ahs;
@@ -65,41 +100,46 @@ struct local_rank {
 	unsigned storm_ok = 0;
 	int storm_err = 0;
 	unsigned arp_matched = 0; /* procs: peers whose resolved MAC is the one they published */
-	rank_t eng;
+	coll_rank<queue_type> eng;
 };
 
-/* Threads mode: rank r's net_ring port, wired into sw. 0 or 1 (printed). */
+/* Threads mode, soft: rank r's net_ring port, wired into sw. 0 or 1
+ * (printed). */
 int make_ring_port(eth_switch &sw, uint32_t r, int node, uint16_t *port);
 
-/* procs: the rank's port from --port (devargs; "{rank}" is replaced by the
- * rank): an existing port of that name (given to the EAL with --vdev or
- * -a) or a vdev probed here. 0 or 1 (printed). */
+/* procs, soft: the rank's port from --port (devargs; "{rank}" is
+ * replaced by the rank): an existing port of that name (given to the EAL
+ * with --vdev or -a) or a vdev probed here. 0 or 1 (printed). */
 int open_user_port(const std::string &devargs, uint32_t rank, uint16_t *port, bool *probed);
 
-/* Opens lr's device on lr.port and starts its AH service. statics: the
- * peers' static neighbours (threads mode); empty: ARP/ND resolves them
- * (procs). 0 or 1 (printed). */
-int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank &lr,
+/* Opens lr's device (soft: on lr.port), its queue with the rank's QP, and
+ * starts its AH service. statics: the peers' static neighbours (soft,
+ * threads mode); empty: ARP/ND resolves them (soft, procs). 0, 1 or 2
+ * (printed; 2: a setting this driver cannot run). */
+template <class Dev>
+int open_rank(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<Dev> &lr,
 	      const std::vector<rank_addr> &statics, int node);
 
-/* lr's address record: GID, QPN, Q_Key, and the MAC its port uses. */
-rank_addr rank_record(const coll_config &c, const local_rank &lr);
+/* lr's address record: GID, QPN, Q_Key, and the MAC its port uses (soft;
+ * zero on the RDMA drivers, whose kernel or device resolves it). */
+template <class Dev> rank_addr rank_record(const coll_config &c, const local_rank<Dev> &lr);
 
 /* The AH storm of one rank: AHs to every peer in one create_ah_batch
  * (resolving their MACs first where the device resolves). (Any thread but
  * the poll and control threads.) */
-void storm(local_rank &lr, const std::vector<rank_addr> &table);
+template <class Dev> void storm(local_rank<Dev> &lr, const std::vector<rank_addr> &table);
 
-/* procs: how many peers' neighbour entries hold the MAC they published.
- * (Main thread; runs on the control thread.) */
-unsigned count_arp_matches(runtime &rt, local_rank &lr, const std::vector<rank_addr> &table);
+/* procs, soft: how many peers' neighbour entries hold the MAC they
+ * published. (Main thread; runs on the control thread.) */
+unsigned count_arp_matches(runtime &rt, local_rank<soft::soft_device> &lr, const std::vector<rank_addr> &table);
 
-/* Stops and closes lr's device and service, and its port if it probed
- * one. in_use: the mbufs of its pool still out once the port stopped (or
- * closed), the port's own included: at most lr.pmd_held, what its queues
- * took at start (net_af_xdp keeps its fill queue's until the pool goes).
- * (Main thread, poll lcore stopped.) */
-void close_rank(local_rank &lr, unsigned *in_use);
+/* Stops and closes lr's AH service, queue and device (soft: and its port
+ * if it probed one). in_use: the mbufs of its pool still out once the
+ * queue is gone (soft: once the port stopped or closed, the port's own
+ * included: at most lr.pmd_held, what its queues took at start;
+ * net_af_xdp keeps its fill queue's until the pool goes). (Main thread,
+ * poll threads stopped.) */
+template <class Dev> void close_rank(local_rank<Dev> &lr, unsigned *in_use);
 
 } // namespace rdgram::coll
 

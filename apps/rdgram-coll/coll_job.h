@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-coll's job: what the poll lcore works on (job: coll_poll.h's
- * loop), the main thread's side of it (job_ctl), and the phases main()
- * runs: prepare and set up (coll_setup.cc), the AH storm and the
- * collectives (coll_run.cc), close, then the report (coll_report.cc).
+ * rdgram-coll's job: what the poll threads work on (job: coll_poll.h's
+ * loop), the main thread's side of it (job_ctl), and the phases: prepare
+ * (before the EAL) and set up (coll_setup.cc), the exchange, the AH storm
+ * and the collectives beside the running workers (coll_run.cc), close,
+ * then the report (coll_report.cc). Everything after prepare is a
+ * template on the driver's device type, instantiated for every driver
+ * built (RDGRAM_COLL_DRIVERS) and picked once by main().
  */
 #ifndef RDGRAM_COLL_JOB_H
 #define RDGRAM_COLL_JOB_H
 
 #include <atomic>
+#include <functional>
+#include <type_traits>
+#include <utility>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -30,44 +36,74 @@ namespace rdgram::coll {
  * that finished its AH storm first): held, then handed to the engine. */
 inline constexpr unsigned held_max = 1024;
 
-/* What the poll lcore works on. */
-struct job {
+/* One poll thread's share of the job: the local ranks it serves (threads
+ * mode: rank r on worker r % workers; procs: the one rank), the switch
+ * (worker 0, threads mode, soft), its idle policy and its own counters.
+ * Written by its thread only while the workers run. */
+struct worker_state {
+	unsigned index = 0;
+	lcore_cpu where{};
+	std::vector<size_t> ranks; /* indices into job::ranks */
+	bool polls_switch = false;
+	poll_idle idle;
+	uint64_t held_total = 0, held_overflow = 0;
+	std::atomic<bool> done{false};      /* its ranks finished and quiet */
+	std::atomic<bool> timed_out{false};
+};
+
+/* What the poll threads work on. */
+template <class Dev> struct job {
+	using queue_type = typename Dev::queue_type;
 	const coll_config *c = nullptr;
 	runtime *rt = nullptr;
 	uint32_t nranks = 0;
-	std::vector<std::unique_ptr<local_rank>> ranks; /* local ranks */
+	std::vector<std::unique_ptr<local_rank<Dev>>> ranks; /* local ranks */
 	eth_switch sw;
 	bool has_switch = false;
-	lcore_cpu worker{};
-	poll_idle idle;
+	std::vector<std::unique_ptr<worker_state>> workers;
 	std::vector<std::vector<recv_wc>> held; /* per local rank, held_max reserved */
-	uint64_t held_total = 0, held_overflow = 0;
 	std::atomic<bool> stop{false};
-	std::atomic<bool> started{false};    /* engines set up (main thread) */
-	std::atomic<bool> local_done{false}; /* every local rank finished and quiet */
-	std::atomic<bool> timed_out{false};
-	uint64_t deadline = 0; /* written before started */
+	std::atomic<bool> started{false}; /* engines set up (main thread) */
+	uint64_t deadline = 0;            /* written before started */
+
+	bool local_done() const
+	{
+		for (const auto &w : workers)
+			if (!w->done.load(std::memory_order_acquire))
+				return false;
+		return true;
+	}
+	bool timed_out() const
+	{
+		for (const auto &w : workers)
+			if (w->timed_out.load(std::memory_order_acquire))
+				return true;
+		return false;
+	}
 };
 
 /* The main thread's side of the job (kept out of job, which the poll
- * lcore reads every loop). */
+ * threads read every loop). */
 struct job_ctl {
 	bool procs = false;
 	uint32_t nranks = 0, my_rank = 0;
 	std::unique_ptr<job_bootstrap> boot; /* procs */
 	std::vector<std::string> eal;        /* the EAL's arguments */
-	bool worker_up = false;
 	std::vector<rank_addr> table; /* every rank's address record */
 	uint64_t t_start = 0;         /* TSC: the job's start (the start barrier's return) */
 	double exchange_ms = 0;
 	std::vector<double> storm_all, ahs_all; /* procs, rank 0: every rank's figures */
+	std::function<void()> stop_workers;     /* while they run: stop them and wait */
 };
 
-/* What closing the local ranks left to report: their queues' and ports'
- * counters, the neighbours resolved, and the mbufs still out. */
-struct close_stats {
-	std::vector<soft::soft_counters> qctr;
-	std::vector<rte_eth_stats> pstats;
+/* The counters of a driver's queue (stats.h's counter set). */
+template <class Dev> using queue_counters = std::decay_t<decltype(std::declval<typename Dev::queue_type &>().counters())>;
+
+/* What closing the local ranks left to report: their queues' and (soft)
+ * ports' counters, the neighbours resolved, and the mbufs still out. */
+template <class Dev> struct close_stats {
+	std::vector<queue_counters<Dev>> qctr; /* per local rank */
+	std::vector<rte_eth_stats> pstats;     /* per local rank (soft; zero otherwise) */
 	unsigned arp_matched = 0, in_use = 0, pmd_held = 0, leaked = 0;
 };
 
@@ -76,39 +112,46 @@ struct close_stats {
  * (printed). (Main thread.) */
 int prepare_job(const coll_config &c, const cli::parser &app, std::vector<std::string> eal, job_ctl *k);
 
-/* The poll lcore, the fabric, the address exchange; the poll lcore runs
- * from here on. 0, 1 or 2 (printed). (Main thread.) */
-int set_up_job(const coll_config &c, runtime &rt, job &j, job_ctl &k);
+/* The whole job on driver Dev once the runtime is up: set up, the
+ * workers and what runs beside them (the exchange, the AH storm, the
+ * collectives, procs: the end barrier), close, report. The process's
+ * exit status: 0, 1 or 2 (printed). (Main thread.) */
+template <class Dev> int run_job(const coll_config &c, runtime &rt, job_ctl &k);
 
-/* Starts and stops the poll lcore (coll_poll.h). (Main thread.) */
-int start_worker(job &j, job_ctl &k);
-void stop_worker(job &j, job_ctl &k);
+/* The poll threads' lcores and the fabric (procs: this rank's device;
+ * threads: every rank's). 0, 1 or 2 (printed). (Main thread.) */
+template <class Dev> int set_up_job(const coll_config &c, runtime &rt, job<Dev> &j, job_ctl &k);
+
+/* Beside the running workers: the address exchange (procs) or the
+ * table of the ranks here (threads), the AH storm and its table,
+ * then the collectives. 0 or 1 (printed). */
+template <class Dev> int run_phases(const coll_config &c, job<Dev> &j, job_ctl &k);
 
 /* The AH storm: every local rank at once (one thread each, as N
  * processes would at job start). 0, or 1 when a rank did not create all
- * of its AHs. (Main thread.) */
-int run_storm(job &j, job_ctl &k);
+ * of its AHs. */
+template <class Dev> int run_storm(job<Dev> &j, job_ctl &k);
 
-/* The collectives on the poll lcore, until every local rank is done or
+/* The collectives on the poll threads, until every local rank is done or
  * the deadline; procs: then the end barrier, which gathers every rank's
- * storm figures at rank 0. 0 or 1 (printed). (Main thread.) */
-int run_collectives(const coll_config &c, job &j, job_ctl &k);
+ * storm figures at rank 0. 0 or 1 (printed). */
+template <class Dev> int run_collectives(const coll_config &c, job<Dev> &j, job_ctl &k);
 
-/* Stops the poll lcore, drains the switch, and closes every local rank,
- * counting what is left. status: the job's so far (procs: the neighbour
+/* Drains the switch and closes every local rank, counting what is left
+ * (the workers stopped). status: the job's so far (procs: the neighbour
  * check runs only on success). (Main thread.) */
-close_stats close_job(runtime &rt, job &j, job_ctl &k, int status);
+template <class Dev> close_stats<Dev> close_job(runtime &rt, job<Dev> &j, job_ctl &k, int status);
 
 /* From t_start (TSC) to the end of lr's AH storm, ms. */
-double ahs_ms(const local_rank &lr, uint64_t t_start);
+template <class Dev> double ahs_ms(const local_rank<Dev> &lr, uint64_t t_start);
 
 /* The AH storm's table (every local rank's time) on stdout. */
-void print_storm(const coll_config &c, job &j, const job_ctl &k);
+template <class Dev> void print_storm(const coll_config &c, job<Dev> &j, const job_ctl &k);
 
 /* The results on stdout (and --json): each collective's latency, the
- * counters and the accounting that must close in every process. 0 for
+ * counters and the accounting that must close for every worker. 0 for
  * PASS, else 1. (Main thread, the job closed.) */
-int report_job(const coll_config &c, job &j, const job_ctl &k, const close_stats &cs);
+template <class Dev> int report_job(const coll_config &c, job<Dev> &j, const job_ctl &k, const close_stats<Dev> &cs);
 
 } // namespace rdgram::coll
 

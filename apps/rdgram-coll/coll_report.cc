@@ -16,6 +16,7 @@
 
 #include "coll_job.h"
 #include "latency_hist.h"
+#include "rdgram/config.h"
 
 namespace rdgram::coll {
 
@@ -30,7 +31,7 @@ double pct(std::vector<double> &v, double p)
 
 } // namespace
 
-void print_storm(const coll_config &c, job &j, const job_ctl &k)
+template <class Dev> void print_storm(const coll_config &c, job<Dev> &j, const job_ctl &k)
 {
 	const bool procs = k.procs;
 	const uint32_t nranks = k.nranks;
@@ -41,6 +42,12 @@ void print_storm(const coll_config &c, job &j, const job_ctl &k)
 	printf("rdgram-coll: %u ranks, mode %s (%s), exchange %.3f ms%s%s\n", nranks, c.mode.c_str(),
 	       procs ? boot->launcher().c_str() : "in-memory", exchange_ms, procs ? ", bootstrap " : "",
 	       procs ? boot->name().c_str() : "");
+	printf("  driver %s, %zu poll thread(s)\n", j.ranks[0]->dev.driver_name(), j.workers.size());
+	if (!apps::is_soft<Dev>)
+		for (auto &lr : j.ranks)
+			printf("  address of rank %u: QPN 0x%06x, GID %s (index %u) on %s\n", lr->rank, lr->qpn,
+			       format_gid(lr->gid).c_str(), unsigned(lr->sgid_index),
+			       c.device.empty() ? "the first device" : c.device.c_str());
 	printf("AH storm (create_ah_batch of %u AHs per rank):\n", nranks - 1);
 	for (auto &lr : j.ranks) {
 		printf("  rank %3u  %8.3f ms  %u/%u created%s%s\n", lr->rank, lr->storm_ms, lr->storm_ok,
@@ -57,7 +64,7 @@ void print_storm(const coll_config &c, job &j, const job_ctl &k)
 	fflush(stdout);
 }
 
-int report_job(const coll_config &c, job &j, const job_ctl &k, const close_stats &cs)
+template <class Dev> int report_job(const coll_config &c, job<Dev> &j, const job_ctl &k, const close_stats<Dev> &cs)
 {
 	const bool procs = k.procs;
 	const uint32_t nranks = k.nranks, my_rank = k.my_rank;
@@ -66,10 +73,21 @@ int report_job(const coll_config &c, job &j, const job_ctl &k, const close_stats
 	const uint64_t t_start = k.t_start;
 	const double hz = double(rte_get_tsc_hz());
 	std::vector<double> storm_all = k.storm_all, ahs_all = k.ahs_all; /* pct() sorts them */
-	const std::vector<soft::soft_counters> &qctr = cs.qctr;
+	const auto &qctr = cs.qctr;
 	const std::vector<rte_eth_stats> &pstats = cs.pstats;
 	const unsigned arp_matched = cs.arp_matched, in_use = cs.in_use, pmd_held = cs.pmd_held, leaked = cs.leaked;
 	int status = 0;
+uint64_t held_total = 0, held_overflow = 0;
+poll_idle_stats is{};
+for (auto &w : j.workers) {
+	held_total += w->held_total;
+	held_overflow += w->held_overflow;
+	const poll_idle_stats &x = w->idle.stats();
+	is.empty += x.empty;
+	is.yields += x.yields;
+	is.sleeps += x.sleeps;
+	is.slept_ns += x.slept_ns;
+}
 rank_stats tot{};
 bool all_fin = true;
 for (auto &lr : j.ranks) {
@@ -186,7 +204,7 @@ if (j.has_switch)
  * app sent is what the port took plus what it refused or
  * dropped by name; what the port delivered is what the
  * app received plus its named drops; every mbuf back. */
-soft::soft_counters q{};
+queue_counters<Dev> q{};
 uint64_t imissed = 0;
 for (size_t i = 0; i < qctr.size(); i++) {
 	q += qctr[i];
@@ -201,24 +219,70 @@ q.for_each([&](const xstat_name &n, uint64_t v) {
 	jreasons += std::string(jreasons.empty() ? "" : ",") + "\"" + name + "\":" + std::to_string(v);
 });
 const uint64_t app_tx = tot.data_sent + tot.acks_sent + tot.retransmits;
-const uint64_t app_rx = tot.data_recv + tot.acks_recv + tot.dropped + tot.bad_msgs + j.held_overflow;
+const uint64_t app_rx = tot.data_recv + tot.acks_recv + tot.dropped + tot.bad_msgs + held_overflow;
 const bool tx_ok = app_tx == q.tx_pkts + tot.tx_refused + q.tx_drops();
 const bool rx_ok = q.rx_pkts == app_rx;
-const bool arp_ok = !procs || arp_matched == nranks - 1;
-const bool closed = tx_ok && rx_ok && leaked == 0;
+const bool arp_ok = !procs || !apps::is_soft<Dev> || arp_matched == nranks - 1;
+/* The same accounting for each poll thread alone: its ranks' messages
+ * against its ranks' queues (a rank's queue is served by its worker
+ * only), and what it held before the start. */
+bool workers_ok = true;
+std::string jworkers;
+for (auto &w : j.workers) {
+	rank_stats t{};
+	queue_counters<Dev> wq{};
+	std::string who;
+	for (size_t i : w->ranks) {
+		const rank_stats &s = j.ranks[i]->eng.stats();
+		t.data_sent += s.data_sent;
+		t.acks_sent += s.acks_sent;
+		t.retransmits += s.retransmits;
+		t.tx_refused += s.tx_refused;
+		t.data_recv += s.data_recv;
+		t.acks_recv += s.acks_recv;
+		t.dropped += s.dropped;
+		t.bad_msgs += s.bad_msgs;
+		t.verified += s.verified;
+		wq += qctr[i];
+		if (!who.empty())
+			who += ',';
+		who += std::to_string(j.ranks[i]->rank);
+	}
+	const uint64_t wtx = t.data_sent + t.acks_sent + t.retransmits;
+	const uint64_t wrx = t.data_recv + t.acks_recv + t.dropped + t.bad_msgs + w->held_overflow;
+	const bool ok = wtx == wq.tx_pkts + t.tx_refused + wq.tx_drops() && wq.rx_pkts == wrx;
+	workers_ok &= ok;
+	if (j.workers.size() > 1)
+		printf("  worker %u (lcore %u, ranks %s): verified %lu  app sent %lu = sent %lu + refused %lu + tx drops "
+		       "%lu; received %lu = app received %lu + dropped %lu + bad %lu + held overflow %lu: %s\n",
+		       w->index, w->where.lcore, who.c_str(), (unsigned long)t.verified, (unsigned long)wtx,
+		       (unsigned long)wq.tx_pkts, (unsigned long)t.tx_refused, (unsigned long)wq.tx_drops(),
+		       (unsigned long)wq.rx_pkts, (unsigned long)(t.data_recv + t.acks_recv), (unsigned long)t.dropped,
+		       (unsigned long)t.bad_msgs, (unsigned long)w->held_overflow, ok ? "closed" : "OPEN");
+	snprintf(b, sizeof(b),
+		 "%s{\"worker\":%u,\"lcore\":%u,\"ranks\":[%s],\"verified\":%lu,\"app_sent\":%lu,\"sent\":%lu,"
+		 "\"refused\":%lu,\"tx_drops\":%lu,\"received\":%lu,\"app_received\":%lu,\"dropped\":%lu,"
+		 "\"bad_messages\":%lu,\"held_overflow\":%lu,\"empty_polls\":%lu,\"accounting\":\"%s\"}",
+		 jworkers.empty() ? "" : ",", w->index, w->where.lcore, who.c_str(), (unsigned long)t.verified,
+		 (unsigned long)wtx, (unsigned long)wq.tx_pkts, (unsigned long)t.tx_refused, (unsigned long)wq.tx_drops(),
+		 (unsigned long)wq.rx_pkts, (unsigned long)(t.data_recv + t.acks_recv), (unsigned long)t.dropped,
+		 (unsigned long)t.bad_msgs, (unsigned long)w->held_overflow, (unsigned long)w->idle.stats().empty,
+		 ok ? "closed" : "open");
+	jworkers += b;
+}
+const bool closed = tx_ok && rx_ok && leaked == 0 && workers_ok;
 printf("  port: sent %lu  received %lu  rx drops %lu  tx drops %lu  missed by the port %lu  "
        "held before start %lu (overflow %lu)\n",
        (unsigned long)q.tx_pkts, (unsigned long)q.rx_pkts, (unsigned long)q.rx_drops(),
-       (unsigned long)q.tx_drops(), (unsigned long)imissed, (unsigned long)j.held_total,
-       (unsigned long)j.held_overflow);
+       (unsigned long)q.tx_drops(), (unsigned long)imissed, (unsigned long)held_total,
+       (unsigned long)held_overflow);
 printf("  port counters:%s\n", reasons.empty() ? " (none other than sent/received)" : reasons.c_str());
-if (procs)
+if (procs && apps::is_soft<Dev>)
 	printf("  neighbours: %u/%u resolved by ARP to the MAC the peer published\n", arp_matched,
 	       nranks - 1);
-const poll_idle_stats &is = j.idle.stats();
 printf("  idle %s (after %u empty polls, naps up to %u us): empty polls %lu  yields %lu  sleeps %lu  "
        "asked to sleep %.1f ms\n",
-       idle_mode_name(j.idle.config().mode), c.idle_spins, c.idle_sleep_us, (unsigned long)is.empty,
+       idle_mode_name(j.workers[0]->idle.config().mode), c.idle_spins, c.idle_sleep_us, (unsigned long)is.empty,
        (unsigned long)is.yields, (unsigned long)is.sleeps, double(is.slept_ns) / 1e6);
 printf("  accounting: app sent %lu = port sent %lu + refused %lu + tx drops %lu%s; port received "
        "%lu = app received %lu + dropped %lu + bad %lu + held overflow %lu%s; mbufs in use after "
@@ -226,30 +290,31 @@ printf("  accounting: app sent %lu = port sent %lu + refused %lu + tx drops %lu%
        (unsigned long)app_tx, (unsigned long)q.tx_pkts, (unsigned long)tot.tx_refused,
        (unsigned long)q.tx_drops(), tx_ok ? "" : " (NO)", (unsigned long)q.rx_pkts,
        (unsigned long)(tot.data_recv + tot.acks_recv), (unsigned long)tot.dropped,
-       (unsigned long)tot.bad_msgs, (unsigned long)j.held_overflow, rx_ok ? "" : " (NO)", in_use,
+       (unsigned long)tot.bad_msgs, (unsigned long)held_overflow, rx_ok ? "" : " (NO)", in_use,
        pmd_held, leaked, closed ? "closed" : "OPEN");
 snprintf(b, sizeof(b),
 	 ",\"port\":{\"sent\":%lu,\"received\":%lu,\"rx_drops\":%lu,\"tx_drops\":%lu,\"imissed\":%lu,"
 	 "\"held\":%lu,\"held_overflow\":%lu,\"counters\":{",
 	 (unsigned long)q.tx_pkts, (unsigned long)q.rx_pkts, (unsigned long)q.rx_drops(),
-	 (unsigned long)q.tx_drops(), (unsigned long)imissed, (unsigned long)j.held_total,
-	 (unsigned long)j.held_overflow);
+	 (unsigned long)q.tx_drops(), (unsigned long)imissed, (unsigned long)held_total,
+	 (unsigned long)held_overflow);
 js += b;
 js += jreasons;
 snprintf(b, sizeof(b),
 	 "}},\"idle\":{\"mode\":\"%s\",\"spins\":%u,\"sleep_us\":%u,\"empty\":%lu,\"yields\":%lu,"
 	 "\"sleeps\":%lu},\"arp_matched\":%u,\"mbufs_in_use\":%u,\"mbufs_port_held\":%u,\"mbufs_leaked\":%u,"
 	 "\"accounting\":\"%s\"",
-	 idle_mode_name(j.idle.config().mode), c.idle_spins, c.idle_sleep_us, (unsigned long)is.empty,
+	 idle_mode_name(j.workers[0]->idle.config().mode), c.idle_spins, c.idle_sleep_us, (unsigned long)is.empty,
 	 (unsigned long)is.yields, (unsigned long)is.sleeps, arp_matched, in_use, pmd_held, leaked,
 	 closed ? "closed" : "open");
 js += b;
+js += ",\"driver\":\"" + std::string(j.ranks[0]->dev.driver_name()) + "\",\"workers\":[" + jworkers + "]";
 if (!closed || !arp_ok)
 	status = 1;
 if (!arp_ok)
 	fprintf(stderr, "rdgram-coll: rank %u: only %u of %u peers resolved by ARP to their published MAC\n",
 		my_rank, arp_matched, nranks - 1);
-if (j.timed_out.load())
+if (j.timed_out())
 	fprintf(stderr, "rdgram-coll: timed out after %.1f s\n", c.timeout_s);
 if (status != 0 || !all_fin || tot.verify_fail != 0 || tot.verified != uint64_t(c.iters) * nb_ops * j.ranks.size())
 	status = 1;
@@ -270,5 +335,10 @@ if (!c.json.empty()) {
 }
 	return status;
 }
+
+#define RDGRAM_COLL_REPORT_INST(D)                                                                     \
+	template void print_storm<D>(const coll_config &, job<D> &, const job_ctl &);                  \
+	template int report_job<D>(const coll_config &, job<D> &, const job_ctl &, const close_stats<D> &);
+RDGRAM_COLL_DRIVERS(RDGRAM_COLL_REPORT_INST)
 
 } // namespace rdgram::coll

@@ -2,8 +2,9 @@
  * Copyright(c) 2026 The rdgram authors
  *
  * rdgram-coll's set-up and close (main thread): the job's bootstrap and
- * EAL arguments, the poll lcore, the fabric and the address exchange, and
- * at the end the ranks' counters and their devices closed.
+ * EAL arguments, the poll threads and the fabric, the run of the workers
+ * beside the phases, and at the end the ranks' counters and their devices
+ * closed.
  */
 #include <algorithm>
 #include <cctype>
@@ -19,6 +20,7 @@
 #include "coll_job.h"
 #include "coll_poll.h"
 #include "job_bootstrap.h"
+#include "workers.h"
 
 namespace rdgram::coll {
 
@@ -74,9 +76,14 @@ int prepare_job(const coll_config &c, const cli::parser &app, std::vector<std::s
 	const bool procs = c.mode == "procs";
 	uint32_t nranks = c.ranks, my_rank = 0;
 	k->procs = procs;
+	if (procs && c.workers > 1) {
+		fprintf(stderr, "rdgram-coll: --workers %u: procs mode runs one rank per process on one poll thread "
+				"(--workers spreads the ranks of threads mode)\n", c.workers);
+		return 2;
+	}
 	if (procs) {
 		std::string err;
-		if (c.port.empty()) {
+		if (c.port.empty() && c.driver == "soft") {
 			fprintf(stderr, "rdgram-coll: procs mode needs --port (this rank's DPDK port, e.g. "
 					"net_af_packet{rank},iface=veth{rank})\n");
 			return 2;
@@ -109,9 +116,14 @@ int prepare_job(const coll_config &c, const cli::parser &app, std::vector<std::s
 					ch = '_';
 			eal.push_back("--file-prefix=rdgram-coll-" + ns + "-" + std::to_string(my_rank));
 		}
-	} else if (nranks > max_threads_ranks) {
+	} else if (nranks > max_threads_ranks && c.driver == "soft") {
 		fprintf(stderr, "rdgram-coll: threads mode takes at most %u ranks (one net_ring port each; DPDK was "
 				"built with RTE_MAX_ETHPORTS %u)\n", max_threads_ranks, unsigned(RTE_MAX_ETHPORTS));
+		return 2;
+	}
+	if (!procs && c.workers > nranks) {
+		fprintf(stderr, "rdgram-coll: --workers %u: more poll threads than the %u ranks they serve\n", c.workers,
+			nranks);
 		return 2;
 	}
 	k->nranks = nranks;
@@ -120,143 +132,144 @@ int prepare_job(const coll_config &c, const cli::parser &app, std::vector<std::s
 	return 0;
 }
 
-int start_worker(job &j, job_ctl &k)
-{
-	j.held.resize(j.ranks.size());
-	for (auto &h : j.held)
-		h.reserve(held_max);
-	j.deadline = UINT64_MAX;
-	if (launch_on_lcore(worker_main, &j, j.worker.lcore) != 0) {
-		fprintf(stderr, "rdgram-coll: cannot launch the poll lcore %u\n", j.worker.lcore);
-		return 1;
-	}
-	k.worker_up = true;
-	return 0;
-}
-
-void stop_worker(job &j, job_ctl &k)
-{
-	if (!k.worker_up)
-		return;
-	j.stop.store(true, std::memory_order_release);
-	wait_on_lcore(j.worker.lcore);
-	k.worker_up = false;
-}
-
-int set_up_job(const coll_config &c, runtime &rt, job &j, job_ctl &k)
+template <class Dev> int set_up_job(const coll_config &c, runtime &rt, job<Dev> &j, job_ctl &k)
 {
 	const bool procs = k.procs;
 	const uint32_t nranks = k.nranks, my_rank = k.my_rank;
 	j.c = &c;
 	j.rt = &rt;
 	j.nranks = nranks;
-	const double hz = double(rte_get_tsc_hz());
-	auto lcores = rt.poll_lcores(SOCKET_ID_ANY);
-	for (const auto &l : lcores)
-		if (l.lcore != rte_get_main_lcore()) {
-			j.worker = l;
-			break;
-		}
-	if (lcores.size() < 2) {
-		fprintf(stderr, "rdgram-coll: needs two lcores (EAL -l with two CPUs): one polls every rank\n");
+	j.deadline = UINT64_MAX;
+
+	/* 1. The poll threads: --workers of the EAL's lcores, the main
+	 * lcore last (apps/common/workers.h). A worker serves ranks: procs
+	 * mode has one per process, threads mode spreads its ranks over
+	 * the workers (rank r on worker r % workers; prepare_job checked
+	 * the count against the ranks). */
+	std::vector<lcore_cpu> lcores;
+	if (std::string err; apps::pick_workers(rt, SOCKET_ID_ANY, c.workers, &lcores, &err) != 0) {
+		fprintf(stderr, "rdgram-coll: %s\n", err.c_str());
 		return 2;
 	}
-	const int node = replica_nodes(rt.topology(), {j.worker})[0];
+	const int node = replica_nodes(rt.topology(), lcores)[0];
+	for (unsigned w = 0; w < lcores.size(); w++) {
+		auto ws = std::make_unique<worker_state>();
+		ws->index = w;
+		ws->where = lcores[w];
+		ws->idle = poll_idle(poll_idle_config{idle_of(c.idle), c.idle_spins, c.idle_sleep_us});
+		ws->polls_switch = !procs && apps::is_soft<Dev> && w == 0;
+		j.workers.push_back(std::move(ws));
+	}
 
-	/* 1. The fabric. procs: this rank's device opens on its port
-	 * first, and the poll lcore starts, so that it answers ARP as
-	 * soon as its address is published. */
-	j.idle = poll_idle(poll_idle_config{idle_of(c.idle), c.idle_spins, c.idle_sleep_us});
+	/* 2. The fabric: procs, this rank's device (soft: on its port);
+	 * threads, every rank's (soft: net_ring ports on the in-process
+	 * switch, the peers static neighbours by rank; RDMA drivers: one
+	 * open of the device per rank). */
 	int status = 0;
 	if (procs) {
-		auto lr = std::make_unique<local_rank>();
+		auto lr = std::make_unique<local_rank<Dev>>();
 		lr->rank = my_rank;
-		status = open_user_port(c.port, my_rank, &lr->port, &lr->port_probed);
+		if constexpr (apps::is_soft<Dev>)
+			status = open_user_port(c.port, my_rank, &lr->port, &lr->port_probed);
 		if (status == 0)
 			status = open_rank(c, rt, nranks, *lr, {}, node);
 		j.ranks.push_back(std::move(lr));
-		if (status == 0)
-			status = start_worker(j, k);
-	}
-
-	/* 2. Address exchange. A rank's GID and QPN follow from its
-	 * rank; procs: its MAC is its port's (published, but peers
-	 * resolve it by ARP); threads: fixed by the rank, static
-	 * neighbours of the in-process switch. */
-	std::vector<rank_addr> &table = k.table;
-	table.resize(nranks);
-	auto addr = [&](uint32_t r) {
-		if (procs)
-			return rank_record(c, *j.ranks[0]);
-		rank_addr a{};
-		a.rank = r;
-		memcpy(a.gid, gid_of(r).raw, 16);
-		a.qpn = qpn_base + r;
-		a.qkey = c.qkey;
-		memcpy(a.mac, mac_of(r).addr_bytes, 6);
-		return a;
-	};
-	const uint64_t tx0 = rte_get_tsc_cycles();
-	if (procs && status == 0) {
-		job_bootstrap *boot = k.boot.get();
-		endpoint_record self{endpoint_magic, endpoint_format, uint16_t(c.mtu),
-				     job_key(c.job.empty() ? boot->job_name() : c.job), addr(my_rank)};
-		std::vector<endpoint_record> recs;
-		if (boot->exchange(self, c.timeout_s, &recs) != 0) {
-			fprintf(stderr, "rdgram-coll: rank %u: %s\n", my_rank, boot->error().c_str());
-			status = 1;
-		}
-		for (size_t r = 0; r < recs.size(); r++)
-			table[r] = recs[r].addr;
 	} else {
-		for (uint32_t r = 0; r < nranks; r++)
-			table[r] = addr(r);
-	}
-	/* The job's start: the start barrier's return (PMIx: the
-	 * fence's, before the peers' records were read and checked). */
-	uint64_t t_start = rte_get_tsc_cycles();
-	if (procs && status == 0) {
-		const std::chrono::duration<double> since = std::chrono::steady_clock::now() - k.boot->started();
-		t_start -= std::min(t_start - tx0, uint64_t(since.count() * hz));
-	}
-	k.t_start = t_start;
-	k.exchange_ms = double(t_start - tx0) * 1e3 / hz;
-
-	if (status == 0 && !procs) {
-		j.has_switch = true;
+		std::vector<rank_addr> statics;
+		if constexpr (apps::is_soft<Dev>) {
+			j.has_switch = true;
+			for (uint32_t r = 0; r < nranks; r++) {
+				rank_addr a{};
+				a.rank = r;
+				memcpy(a.gid, gid_of(r).raw, 16);
+				a.qpn = qpn_base + r;
+				a.qkey = c.qkey;
+				memcpy(a.mac, mac_of(r).addr_bytes, 6);
+				statics.push_back(a);
+			}
+		}
 		for (uint32_t r = 0; r < nranks && status == 0; r++) {
-			auto lr = std::make_unique<local_rank>();
+			auto lr = std::make_unique<local_rank<Dev>>();
 			lr->rank = r;
-			status = make_ring_port(j.sw, r, node, &lr->port);
+			if constexpr (apps::is_soft<Dev>)
+				status = make_ring_port(j.sw, r, node, &lr->port);
 			if (status == 0)
-				status = open_rank(c, rt, nranks, *lr, table, node);
+				status = open_rank(c, rt, nranks, *lr, statics, node);
 			j.ranks.push_back(std::move(lr));
 		}
-		if (status == 0)
-			status = start_worker(j, k);
 	}
+	for (size_t i = 0; i < j.ranks.size(); i++) {
+		j.ranks[i]->worker = unsigned(i % j.workers.size());
+		j.workers[i % j.workers.size()]->ranks.push_back(i);
+	}
+	j.held.resize(j.ranks.size());
+	for (auto &h : j.held)
+		h.reserve(held_max);
 	return status;
 }
 
-close_stats close_job(runtime &rt, job &j, job_ctl &k, int status)
+template <class Dev> int run_job(const coll_config &c, runtime &rt, job_ctl &k)
 {
-	stop_worker(j, k);
-	/* Threads mode: ranks stop once they are done, not once the
-	 * switch is empty; acknowledgements and retransmissions still
-	 * on their way go back to their pools, counted. */
+	job<Dev> j;
+	int status = set_up_job(c, rt, j, k);
+	if (status == 0) {
+		std::vector<worker_arg<Dev>> args;
+		std::vector<lcore_cpu> lcores;
+		for (auto &w : j.workers) {
+			args.push_back(worker_arg<Dev>{&j, w.get()});
+			lcores.push_back(w->where);
+		}
+		std::vector<void *> ptrs;
+		for (auto &a : args)
+			ptrs.push_back(&a);
+		int phases = 0;
+		/* The workers poll from here on (procs: answering ARP and
+		 * holding early datagrams during the exchange); the phases run
+		 * beside them, on this thread or, when the main lcore is a
+		 * worker, on a plain thread. */
+		const int wrc = apps::run_workers(lcores, worker_main<Dev>, ptrs, [&](const std::atomic<unsigned> &running) {
+			k.stop_workers = [&] {
+				j.stop.store(true, std::memory_order_release);
+				while (running.load(std::memory_order_acquire) != 0)
+					rte_delay_us_sleep(1000);
+			};
+			phases = run_phases(c, j, k);
+			k.stop_workers();
+			k.stop_workers = [] {};
+		});
+		if (wrc < 0)
+			fprintf(stderr, "rdgram-coll: cannot launch a poll thread: %s\n", strerror(-wrc));
+		status = phases != 0 ? phases : wrc != 0 ? 1 : 0;
+	}
+	const close_stats<Dev> cs = close_job(rt, j, k, status);
+	if (status == 0)
+		status = report_job(c, j, k, cs);
+	fflush(stdout);
+	return status;
+}
+
+template <class Dev> close_stats<Dev> close_job(runtime &rt, job<Dev> &j, job_ctl &k, int status)
+{
+	/* Threads mode, soft: ranks stop once they are done, not once the
+	 * switch is empty; acknowledgements and retransmissions still on
+	 * their way go back to their pools, counted. */
 	if (j.has_switch)
 		j.sw.drain();
 
 	/* Every rank's device closes: its mbufs must all be back. */
-	close_stats cs;
+	close_stats<Dev> cs;
 	cs.qctr.resize(j.ranks.size());
 	cs.pstats.resize(j.ranks.size());
 	for (size_t i = 0; i < j.ranks.size(); i++) {
-		local_rank &lr = *j.ranks[i];
+		local_rank<Dev> &lr = *j.ranks[i];
 		cs.qctr[i] = lr.q.counters();
-		rte_eth_stats_get(lr.port, &cs.pstats[i]);
-		if (k.procs && status == 0)
-			cs.arp_matched += count_arp_matches(rt, lr, k.table);
+		cs.pstats[i] = rte_eth_stats{};
+		if constexpr (apps::is_soft<Dev>) {
+			if (lr.opened)
+				rte_eth_stats_get(lr.port, &cs.pstats[i]);
+			if (k.procs && status == 0)
+				cs.arp_matched += count_arp_matches(rt, lr, k.table);
+		}
 		unsigned u = 0;
 		close_rank(lr, &u);
 		cs.in_use += u;
@@ -265,5 +278,9 @@ close_stats close_job(runtime &rt, job &j, job_ctl &k, int status)
 	}
 	return cs;
 }
+
+#define RDGRAM_COLL_SETUP_INST(D)                                                                      \
+	template int run_job<D>(const coll_config &, runtime &, job_ctl &);
+RDGRAM_COLL_DRIVERS(RDGRAM_COLL_SETUP_INST)
 
 } // namespace rdgram::coll

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-coll: the HPC collectives test over UD on the soft RoCEv2 driver.
+ * rdgram-coll: the HPC collectives test over UD, on any driver.
  *
- *   rdgram-coll [EAL args --] [--mode threads|procs] [options]
+ *   rdgram-coll [EAL args --] [--driver soft|verbs|mlx5|efa] [--mode threads|procs]
+ *               [--workers N] [options]
  *
- * Every rank is one soft RoCEv2 device (its own port, GID, MAC, UD QP, AH
- * service), on a fabric (coll_fabric.h):
+ * The driver is named once (--driver, [job] driver) and the whole job is
+ * a template on its device and queue type (apps/common/driver.h). On the
+ * RDMA drivers every rank opens the device itself (its own context, QP and
+ * AH service; threads mode: every rank on this host's device). On the
+ * soft driver every rank is one soft RoCEv2 device (its own port, GID,
+ * MAC, UD QP, AH service), on a fabric (coll_fabric.h):
  *
  *   threads  all ranks in one process, on net_ring ports joined by an
  *            Ethernet switch in software (static neighbours).
@@ -17,9 +22,10 @@
  *            launcher's PMIx server (mpirun, srun --mpi=pmix) or a TCP
  *            rendezvous at rank 0 (--bootstrap, job_bootstrap.h).
  *
- * One poll lcore drives the switch and every local rank's queue round
- * robin (each rank a state machine, coll_engine.h), so 8 ranks need no 8
- * cores; --idle says what it does when nothing arrives (poll_idle.h), so
+ * --workers poll threads (one lcore each, the main lcore taken last)
+ * drive the local ranks' queues round robin, each its own share (threads
+ * mode: rank r on worker r % N; worker 0 also the switch), each rank a
+ * state machine (coll_engine.h), so 8 ranks need no 8 cores; --idle says what it does when nothing arrives (poll_idle.h), so
  * that many ranks can share few cores. It polls from the moment the
  * devices open (answering ARP, holding early datagrams for the engine).
  * Phases: address exchange; the AH storm (each rank creates AHs to all
@@ -36,11 +42,29 @@
 #include "cli.h"
 #include "coll_config.h"
 #include "coll_job.h"
+#include "driver.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 
 using namespace rdgram;
 using namespace rdgram::coll;
+
+namespace {
+
+/* Settings that belong to one kind of driver: nullptr, or why not. */
+const char *soft_only_settings(const coll_config &c, const cli::parser &app, apps::driver_kind d)
+{
+	const bool soft = d == apps::driver_kind::soft;
+	if (!soft && !c.port.empty())
+		return "--port is the soft driver's DPDK port; the RDMA drivers take --device (and --ib-port, --gid-index)";
+	if (!soft && app.count("--mtu") != 0)
+		return "--mtu is the soft driver's; an RDMA device's path MTU is its port's";
+	if (soft && (!c.device.empty() || c.gid_index >= 0 || app.count("--ib-port") != 0))
+		return "--device, --ib-port and --gid-index are for the verbs, mlx5 and efa drivers";
+	return nullptr;
+}
+
+} // namespace
 
 int main(int argc, char **argv)
 {
@@ -55,6 +79,20 @@ int main(int argc, char **argv)
 			34};
 	std::string cfg_path;
 	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-coll.toml); options override it");
+	app.add("--driver", c.driver,
+		"soft (each rank a soft RoCEv2 device on a DPDK port), verbs (an RDMA device through libibverbs: "
+		"any rdma-core provider, rxe included), mlx5 (direct verbs) or efa [soft]");
+	app.add("--device", c.device, "verbs, mlx5, efa: the RDMA device [the first usable one]");
+	app.add("--ib-port", c.ib_port, "verbs, mlx5: the device's physical port [1]").range(1u, 255u);
+	app.add("--gid-index", c.gid_index,
+		"verbs, mlx5, efa: the source GID index of every AH, whose GID is the rank's address (-1: the "
+		"port's first IPv4 RoCE v2 GID, else its first GID) [-1]")
+		.range(-1, 255);
+	app.add("--workers", c.workers,
+		"poll threads, each on its own lcore with its own ranks' queues; threads mode spreads the ranks "
+		"over them (rank r on worker r % N); the main lcore is the last one taken, so -l 0,1 runs 2; "
+		"procs mode: 1 (one rank per process) [1]")
+		.range(1u, 128u);
 	app.add("--mode", c.mode,
 		"threads: all ranks in this process over a net_ring switch; procs: this process is one "
 		"rank, on the DPDK port --port (peers found by ARP) [threads]")
@@ -123,6 +161,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rdgram-coll: --mtu %u: expected 256, 512, 1024, 2048 or 4096\n", c.mtu);
 		return 2;
 	}
+	apps::driver_kind drv;
+	if (std::string err; apps::parse_driver(c.driver, &drv, &err) != 0) {
+		fprintf(stderr, "rdgram-coll: %s\n", err.c_str());
+		return 2;
+	}
+	if (const char *why = soft_only_settings(c, app, drv)) {
+		fprintf(stderr, "rdgram-coll: %s\n", why);
+		return 2;
+	}
 	job_ctl k;
 	if (int rc = prepare_job(c, app, sa.eal_given ? sa.eal : c.eal_args, &k); rc != 0)
 		return rc;
@@ -132,21 +179,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rdgram-coll: %s\n", rt.error().c_str());
 		return 1;
 	}
-	int status = 0;
-	{
-		job j;
-		status = set_up_job(c, rt, j, k);
-		if (status == 0) {
-			status = run_storm(j, k);
-			print_storm(c, j, k);
-		}
-		if (status == 0)
-			status = run_collectives(c, j, k);
-		const close_stats cs = close_job(rt, j, k, status);
-		if (status == 0)
-			status = report_job(c, j, k, cs);
-		fflush(stdout);
-	}
+	/* The driver, picked once: the job is compiled for each built
+	 * driver's queue type and this runs one of them. */
+	const int status = apps::with_driver(drv, [&](auto tag) {
+		using Dev = typename decltype(tag)::type;
+		return run_job<Dev>(c, rt, k);
+	});
 	rt.fini();
 	return status;
 }

@@ -5,8 +5,10 @@
 # rdgram-coll end to end on the soft driver: 8 ranks as state machines in one
 # process with receive drops (every barrier, allgather and alltoall
 # verified at every rank, retransmissions > 0), the same with the poll lcore
-# sleeping when idle, the runnable config, and refusals of bad options and
-# configs (one line, exit 2). Ranks as processes on real ports:
+# sleeping when idle, on two poll threads (--workers 2, the accounting
+# closing per worker), the runnable config, and refusals of bad options and
+# configs (one line, exit 2). On the verbs driver over rxe: the lab's
+# lab_coll_rxe. Ranks as processes on real ports:
 # coll_bridge.sh. Every run is under `timeout`.
 # Usage: coll.sh RDGRAM_COLL CONFIG_DIR
 set -u
@@ -74,6 +76,29 @@ timeout 60 "$coll" $(eal 0,1 512 t) -- --ranks 8 --iters 50 --drop-rate 0.05 --i
   && grep -q 'accounting: .*: closed$' "$tmp/ts.out" \
   || { echo "FAIL: threads 8 ranks --idle sleep"; cat "$tmp/ts.out" "$tmp/ts.err"; fail=1; }
 
+# Two poll threads on 2 lcores, the main lcore one of them (--workers 2):
+# the ranks spread over both (even on worker 0, odd on worker 1), each
+# worker's accounting closes on its own and the sums close; the JSON
+# carries both workers.
+timeout 60 "$coll" $(eal 0,1 512 w) -- --ranks 8 --iters 50 --drop-rate 0.05 --seed 5 --workers 2 \
+  --json "$tmp/w2.json" >"$tmp/w2.out" 2>"$tmp/w2.err" && check "$tmp/w2.out" 8 50 \
+  && grep -Eq '^  worker 0 \(lcore 1, ranks 0,2,4,6\): verified 600  .*: closed$' "$tmp/w2.out" \
+  && grep -Eq '^  worker 1 \(lcore 0, ranks 1,3,5,7\): verified 600  .*: closed$' "$tmp/w2.out" \
+  && grep -q '^  driver soft, 2 poll thread(s)$' "$tmp/w2.out" \
+  && python3 - "$tmp/w2.json" <<'PY' || { echo "FAIL: threads 8 ranks --workers 2"; cat "$tmp/w2.out" "$tmp/w2.err" "$tmp/w2.json"; fail=1; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+ws = d["workers"]
+assert d["driver"] == "soft" and d["result"] == "PASS" and len(ws) == 2, d
+assert [w["ranks"] for w in ws] == [[0, 2, 4, 6], [1, 3, 5, 7]], ws
+assert all(w["accounting"] == "closed" and w["verified"] == 600 for w in ws), ws
+# The workers' figures sum to the job's.
+assert sum(w["app_sent"] for w in ws) == d["port"]["sent"] == sum(w["sent"] for w in ws), (ws, d["port"])
+assert sum(w["received"] for w in ws) == d["port"]["received"], (ws, d["port"])
+assert sum(w["dropped"] for w in ws) == d["dropped"] > 0, (ws, d["dropped"])
+PY
+[ $fail -eq 0 ] && echo "threads: 8 ranks on 2 workers ok"
+
 # 2. The runnable config (8 ranks, drop rate 0.02), fewer iterations.
 timeout 60 "$coll" $(eal 0,1 512 c) -- -c "$cfgdir/rdgram-coll.toml" --iters 20 >"$tmp/cfg.out" 2>"$tmp/cfg.err" \
   && check "$tmp/cfg.out" 8 20 || { echo "FAIL: config/rdgram-coll.toml"; cat "$tmp/cfg.out" "$tmp/cfg.err"; fail=1; }
@@ -86,6 +111,8 @@ printf '[job]\nranks = 4\nfoo = 1\n' >"$tmp/unknown.toml"
 printf '[collectives]\ndrop_rate = 0.9\n' >"$tmp/range.toml"
 printf '[poll]\nidle = "spin"\n' >"$tmp/idle.toml"
 printf '[job\n' >"$tmp/syntax.toml"
+printf '[poll]\nworkers = 0\n' >"$tmp/workers.toml"
+printf '[job]\ndriver = "rdma"\n' >"$tmp/driver.toml"
 while IFS= read -r args; do
   # shellcheck disable=SC2086
   timeout 20 "$coll" $(eal 0,1 256 x) -- $args >"$tmp/bad.out" 2>"$tmp/bad.err"
@@ -113,6 +140,16 @@ done <<EOF_ARGS
 -c $tmp/idle.toml
 -c $tmp/syntax.toml
 -c $tmp/missing.toml
+--workers 3
+--ranks 2 --workers 3
+--mode procs --ranks 3 --rank 1 --port net_null0 --workers 2
+--driver ib
+--driver verbs --port net_null0
+--driver verbs --mtu 1024
+--device rxe0
+--gid-index 1
+-c $tmp/workers.toml
+-c $tmp/driver.toml
 EOF_ARGS
 [ $fail -eq 0 ] && echo "refusals ok"
 exit $fail

@@ -5,8 +5,10 @@
 # rdgram-ah end to end on the soft driver: inspect (JSON: every AH the run
 # asked for, static and ARP-resolved, held and cached, with consistent
 # slots/generations and wire-valid AV bytes), storm (all N ready, p50 <= p99,
-# registry figures), bench (rates positive, every lookup a hit), the runnable
-# config, and refusals of bad options and configs (one line, exit 2).
+# registry figures), bench (rates positive, every lookup a hit), the three
+# on two poll threads (--workers 2: the watch split, lookups on both, each
+# worker's frames adding up), the runnable config, and refusals of bad
+# options and configs (one line, exit 2).
 # Usage: rdgram_ah.sh RDGRAM_AH CONFIG_DIR
 set -u
 ah=$1
@@ -92,11 +94,56 @@ run -c "$cfgdir/rdgram-ah.toml" inspect >"$tmp/cfg.out" 2>&1 || { echo "FAIL: co
 grep -q 'registry: 12 live of 65536' "$tmp/cfg.out" || { echo "FAIL: config inspect"; cat "$tmp/cfg.out"; fail=1; }
 
 # Refusals: one clear line on stderr, exit 2, before the EAL starts.
+# Two poll threads on -l 0,1 (the main lcore one of them): storm's watch
+# split between them (every key seen once, by the worker it belongs to),
+# bench's lookups on both at once, inspect's ARP frames on queue 0; each
+# worker's frames add up.
+run --json --workers 2 storm 3000 >"$tmp/w2s.json" 2>"$tmp/w2s.err" \
+  || { echo "FAIL: storm --workers 2 exit $?"; cat "$tmp/w2s.err"; fail=1; }
+run --json --workers 2 bench --count 2000 --lookup-seconds 0.1 >"$tmp/w2b.json" 2>"$tmp/w2b.err" \
+  || { echo "FAIL: bench --workers 2 exit $?"; cat "$tmp/w2b.err"; fail=1; }
+run --json --workers 2 inspect --dests 2 --resolved 2 >"$tmp/w2i.json" 2>"$tmp/w2i.err" \
+  || { echo "FAIL: inspect --workers 2 exit $?"; cat "$tmp/w2i.err"; fail=1; }
+/usr/bin/python3 - "$tmp/w2s.json" "$tmp/w2b.json" "$tmp/w2i.json" <<'PY' || fail=1
+import json, sys
+s, b, i = (json.load(open(f)) for f in sys.argv[1:4])
+def need(c, msg):
+    if not c:
+        sys.exit("FAIL: --workers 2: " + msg)
+for d in (s, b, i):
+    w = d["workers"]
+    need(len(w) == 2 and [x["lcore"] for x in w] == [1, 0], "two workers, the main lcore last: %s" % w)
+    need(all(x["accounting"] == "closed" for x in w), "frames add up per worker: %s" % w)
+    need(all(x["local_sent"] == x["peer_received"] + x["left_to_peer"] and
+             x["peer_sent"] == x["local_received"] + x["left_to_local"] for x in w), "frame sums %s" % w)
+ww = s["watch_workers"]
+need(s["all_ready"] and s["ready"] == 3000, "storm all ready: %s" % s)
+need([x["watched"] for x in ww] == [1500, 1500] and all(x["seen_ready"] == 1500 and x["pending"] == 0 for x in ww),
+     "each worker saw its half ready: %s" % ww)
+lw = b["lookup_workers"]
+need(len(lw) == 2 and all(x["lookups"] > 0 and x["hits"] == x["lookups"] for x in lw), "both looked up: %s" % lw)
+need(sum(x["lookups"] for x in lw) == b["lookups"] == b["lookup_hits"], "lookups summed: %s" % b)
+# ARP/ND for the 2 resolved destinations: through queue 0 (worker 0) only.
+w0, w1 = i["workers"]
+need(w0["local_sent"] >= 2 and w0["peer_sent"] >= 2 and w1["local_sent"] == w1["peer_sent"] == 0,
+     "ARP on worker 0's queues: %s" % i["workers"])
+PY
+[ $fail -eq 0 ] && echo "workers 2: storm, bench, inspect ok"
+# More workers than lcores: one line after the EAL's own, exit 2.
+run --workers 3 storm 10 >"$tmp/w3.out" 2>"$tmp/w3.err"
+rc=$?
+lines=$(grep -vc -e '^TELEMETRY' -e 'avx512' -e '^EAL' "$tmp/w3.err")
+if [ $rc -ne 2 ] || [ "$lines" -ne 1 ] || ! grep -q '^rdgram-ah: --workers 3: only 2 lcore' "$tmp/w3.err"; then
+  echo "FAIL: --workers 3 on 2 lcores: exit $rc, $lines lines"; cat "$tmp/w3.err"; fail=1
+fi
+
 printf '[ah]\ncapacity = "big"\n' >"$tmp/bad.toml"
 printf '[storm]\nbatchsize = 3\n' >"$tmp/unknown.toml"
+printf '[ah]\nworkers = 200\n' >"$tmp/workers.toml"
 for bad in "storm" "storm 10 --bogus" "frobnicate" "storm 0" "--capacity 10 storm 100" \
            "-c $tmp/bad.toml inspect" "-c $tmp/unknown.toml inspect" "-c $tmp/none.toml inspect" \
-           "storm 10 --resolve --dests 5000"; do
+           "storm 10 --resolve --dests 5000" "--driver verbs inspect" "--driver ib inspect" \
+           "--workers 0 storm 10" "-c $tmp/workers.toml inspect"; do
   "$ah" -- $bad >"$tmp/bad.out" 2>"$tmp/bad.err"
   rc=$?
   lines=$(wc -l <"$tmp/bad.err")
@@ -107,7 +154,7 @@ for bad in "storm" "storm 10 --bogus" "frobnicate" "storm 0" "--capacity 10 stor
   fi
 done
 "$ah" --help >"$tmp/help" 2>&1 || { echo "FAIL: --help exit $?"; fail=1; }
-for opt in --capacity --max-ah --neigh-ttl-ms --hold --json --ipv6; do
+for opt in --capacity --max-ah --neigh-ttl-ms --hold --json --ipv6 --workers --driver; do
   grep -q -- "$opt" "$tmp/help" || { echo "FAIL: --help lacks $opt"; fail=1; }
 done
 exit $fail
