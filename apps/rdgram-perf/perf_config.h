@@ -51,7 +51,9 @@ struct rdma_config {
  * them; the peer's MAC is always a static neighbour, these govern
  * everything else). */
 struct perf_config : soft::soft_port_params {
-	std::string driver = "soft";   /* soft | verbs | mlx5 */
+	std::string driver = "soft";   /* soft | verbs | mlx5 | efa (apps/common/driver.h) */
+	/* Poll threads a side, each with its own queue and QP (--workers). */
+	uint32_t workers = 1;
 	std::string test = "both";     /* lat | bw | both */
 	std::string mode = "loopback"; /* loopback | server | client */
 	uint32_t size = 64;
