@@ -40,9 +40,9 @@ struct rdma_config {
 	 * connects); empty: [server] of the config says where the server is. */
 	std::string oob;
 	/* What is spoken there: "rdgram" (rdgram-perf's own rendezvous,
-	 * perf_oob.h, with rdgram-perf's own tests), "perftest" (perftest
+	 * peer/perf_oob.h, with rdgram-perf's own tests), "perftest" (perftest
 	 * 6.06's exchange and data phase: the peer is ib_send_lat or
-	 * ib_send_bw -c UD) or "ud_pingpong" (ibv_ud_pingpong's). perf_peer.h. */
+	 * ib_send_bw -c UD) or "ud_pingpong" (ibv_ud_pingpong's). peer/perf_peer.h. */
 	std::string oob_proto = "rdgram";
 };
 

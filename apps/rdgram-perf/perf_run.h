@@ -4,9 +4,10 @@
  * What a poll thread of rdgram-perf runs, on every driver: the server's
  * and the client's thread bodies around perf_tests.h's loops, templates
  * over the driver's device and queue types (the soft driver, verbs,
- * mlx5), chosen once per run, so nothing is virtual or branches on the
- * driver per burst. Set-up (opening devices, queues, AHs) is
- * perf_setup.cc's and perf_rdma.cc's; what is printed, perf_report.cc's.
+ * mlx5, EFA), chosen once per run, so nothing is virtual or branches on
+ * the driver per burst; one thread body per worker. Set-up (opening
+ * devices, queues, AHs) is perf_setup.h's; the run, perf_main.cc's; what
+ * is printed, perf_report.cc's.
  */
 #ifndef RDGRAM_PERF_RUN_H
 #define RDGRAM_PERF_RUN_H
