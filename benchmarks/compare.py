@@ -94,7 +94,9 @@ def rdgram_txonly_workers(perf, msgs, workers):
     for line in out.stdout.splitlines():
         if line.startswith("{") and out.returncode == 0:
             j = json.loads(line)
-            return j["msg_rate_mpps"], [w["msg_rate_mpps"] for w in j.get("workers", [])]
+            w = j.get("workers", [])
+            return (j["msg_rate_mpps"], [x["msg_rate_mpps"] for x in w],
+                    j.get("cpu_msg_rate_mpps", 0), [x.get("cpu_msg_rate_mpps", 0) for x in w])
     raise RuntimeError("rdgram-perf txonly --workers %d failed (exit %d):\n%s%s" %
                        (workers, out.returncode, out.stdout, out.stderr))
 
@@ -167,7 +169,7 @@ def main():
                                            "ratio": statistics.median(rd[c]) / statistics.median(tp)}
                                        for c in caps}
     if a.only == "scale":
-        one, two, per = [], [], []
+        one, two, per, cone, ctwo = [], [], [], [], []
         for r in range(a.rounds):
             order = (1, 2) if r % 2 == 0 else (2, 1)  # which goes first alternates
             got = {}
@@ -176,11 +178,19 @@ def main():
             one.append(got[1][0])
             two.append(got[2][0])
             per.append(got[2][1])
+            # Per CPU second of each sending thread (its own clock): what
+            # the loops do when they run, whoever else has the CPUs.
+            cone.append(got[1][2])
+            ctwo.append(sum(got[2][3]))
             print(f"  round {r + 1}: 1 worker {one[-1]:.2f} Mpps, 2 workers {two[-1]:.2f} Mpps "
-                  f"({' + '.join(f'{x:.2f}' for x in per[-1])}), ratio {two[-1] / one[-1]:.2f}x", flush=True)
+                  f"({' + '.join(f'{x:.2f}' for x in per[-1])}), ratio {two[-1] / one[-1]:.2f}x; "
+                  f"per thread CPU second: {cone[-1]:.2f} vs {' + '.join(f'{x:.2f}' for x in got[2][3])}, "
+                  f"ratio {ctwo[-1] / cone[-1]:.2f}x", flush=True)
         res["scale"] = {"one_mpps": one, "two_mpps": two, "two_per_worker": per,
                         "ratio": statistics.median(two) / statistics.median(one),
-                        "round_ratios": [b / a for a, b in zip(one, two)]}
+                        "round_ratios": [b / a for a, b in zip(one, two)],
+                        "one_cpu_mpps": cone, "two_cpu_mpps": ctwo,
+                        "cpu_ratio": statistics.median(ctwo) / statistics.median(cone)}
     if a.only in (None, "lat"):
         sp, rp = [], []
         for r in range(a.rounds):
@@ -205,6 +215,8 @@ def main():
         t = res["scale"]
         print(f"| txonly Mpps, 64 B, net_null, 2 workers (-l 0,1) | {statistics.median(t['two_mpps']):.2f} "
               f"| 1 worker {statistics.median(t['one_mpps']):.2f} | {t['ratio']:.2f}x | >= 1.8x |")
+        print(f"| the same per sending thread's CPU second, summed | {statistics.median(t['two_cpu_mpps']):.2f} "
+              f"| 1 worker {statistics.median(t['one_cpu_mpps']):.2f} | {t['cpu_ratio']:.2f}x | (2x: no sharing cost) |")
     if "lat" in res:
         l = res["lat"]
         print(f"| RTT/2 p50 us | {statistics.median(x[0] for x in l['rdgram_memif']):.2f} | sockperf "

@@ -156,8 +156,9 @@ void print_results(const perf_config &c, const std::vector<lat_result> &lat, con
 					const bw_result &r = (*x.bw)[row];
 					snprintf(b, sizeof(b),
 						 "{\"worker\":%u,\"lcore\":%u,\"qpn\":%u,\"iterations\":%lu,\"seconds\":%.6f,"
-						 "\"msg_rate_mpps\":%.6f%s%s}",
+						 "\"msg_rate_mpps\":%.6f,\"cpu_msg_rate_mpps\":%.6f%s%s}",
 						 x.index, x.lcore, x.qpn, (unsigned long)r.iterations, r.seconds, r.msg_rate_mpps,
+						 r.cpu_msg_rate_mpps,
 						 r.received_known ? ",\"received\":" : "",
 						 r.received_known ? std::to_string(r.received).c_str() : "");
 					each.push_back(b);
