@@ -7,8 +7,13 @@
        same sending core, rounds interleaved.
   lat: rdgram-perf ping-pong between two processes over net_memif beside
        sockperf ping-pong over kernel UDP on loopback, same two cores.
+  scale: rdgram-perf --test txonly on net_null with 1 worker and with 2
+       (--workers, -l 0,1: the main lcore one of them, the port opened with
+       one queue per worker), same messages per worker, rounds interleaved;
+       the ratio of the 2-worker sum to the 1-worker rate (only with
+       --only scale: it takes both CPUs).
 
-Usage: benchmarks/compare.py [--build build] [--rounds 3] [--only tx|lat]
+Usage: benchmarks/compare.py [--build build] [--rounds 3] [--only tx|lat|scale]
                              [--icrc LEVEL,LEVEL...]
 --icrc runs the rdgram sender once per RDGRAM_CPU_MAX level in each round
 (e.g. avx512,avx2,sse: the ICRC kernel crc32_select picks under that cap;
@@ -77,6 +82,25 @@ def rdgram_txonly(perf, msgs, core, cpu_max=None):
     raise RuntimeError("rdgram-perf txonly failed:\n" + out.stdout + out.stderr)
 
 
+def rdgram_txonly_workers(perf, msgs, workers):
+    """Summed Mpps of `workers` txonly senders on -l 0,1, and each one's."""
+    cmd = [perf, "-l", "0,1", *EAL, "--file-prefix", f"cmp-wk{os.getpid()}",
+           "--force-max-simd-bitwidth=512", "--", "--mode", "client", "--test", "txonly",
+           "-n", str(msgs), "-s", "64", "--port", "net_null0", "--json", "--status-interval", "0",
+           "--workers", str(workers)]
+    env = dict(os.environ)
+    env.pop("RDGRAM_CPU_MAX", None)
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    for line in out.stdout.splitlines():
+        if line.startswith("{") and out.returncode == 0:
+            j = json.loads(line)
+            w = j.get("workers", [])
+            return (j["msg_rate_mpps"], [x["msg_rate_mpps"] for x in w],
+                    j.get("cpu_msg_rate_mpps", 0), [x.get("cpu_msg_rate_mpps", 0) for x in w])
+    raise RuntimeError("rdgram-perf txonly --workers %d failed (exit %d):\n%s%s" %
+                       (workers, out.returncode, out.stdout, out.stderr))
+
+
 def sockperf_pingpong(seconds, size):
     srv = subprocess.Popen(["taskset", "-c", "1", "sockperf", "server", "-i", "127.0.0.1", "-p", "11311"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -119,7 +143,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--only", choices=["tx", "lat"])
+    ap.add_argument("--only", choices=["tx", "lat", "scale"])
     ap.add_argument("--icrc", help="comma-separated RDGRAM_CPU_MAX levels for the rdgram sender")
     ap.add_argument("--json")
     a = ap.parse_args()
@@ -144,6 +168,29 @@ def main():
             res["tx"]["by_cpu_max"] = {c: {"rdgram_mpps": rd[c],
                                            "ratio": statistics.median(rd[c]) / statistics.median(tp)}
                                        for c in caps}
+    if a.only == "scale":
+        one, two, per, cone, ctwo = [], [], [], [], []
+        for r in range(a.rounds):
+            order = (1, 2) if r % 2 == 0 else (2, 1)  # which goes first alternates
+            got = {}
+            for w in order:
+                got[w] = rdgram_txonly_workers(perf, 40_000_000, w)
+            one.append(got[1][0])
+            two.append(got[2][0])
+            per.append(got[2][1])
+            # Per CPU second of each sending thread (its own clock): what
+            # the loops do when they run, whoever else has the CPUs.
+            cone.append(got[1][2])
+            ctwo.append(sum(got[2][3]))
+            print(f"  round {r + 1}: 1 worker {one[-1]:.2f} Mpps, 2 workers {two[-1]:.2f} Mpps "
+                  f"({' + '.join(f'{x:.2f}' for x in per[-1])}), ratio {two[-1] / one[-1]:.2f}x; "
+                  f"per thread CPU second: {cone[-1]:.2f} vs {' + '.join(f'{x:.2f}' for x in got[2][3])}, "
+                  f"ratio {ctwo[-1] / cone[-1]:.2f}x", flush=True)
+        res["scale"] = {"one_mpps": one, "two_mpps": two, "two_per_worker": per,
+                        "ratio": statistics.median(two) / statistics.median(one),
+                        "round_ratios": [b / a for a, b in zip(one, two)],
+                        "one_cpu_mpps": cone, "two_cpu_mpps": ctwo,
+                        "cpu_ratio": statistics.median(ctwo) / statistics.median(cone)}
     if a.only in (None, "lat"):
         sp, rp = [], []
         for r in range(a.rounds):
@@ -164,6 +211,12 @@ def main():
             print(f"| sender Mpps, 64 B payload, 1 core{', RDGRAM_CPU_MAX=' + c if c else ''} "
                   f"| {statistics.median(v['rdgram_mpps']):.2f} "
                   f"| testpmd txonly {statistics.median(t['testpmd_mpps']):.2f} | {v['ratio']:.2f}x | >= 0.7x |")
+    if "scale" in res:
+        t = res["scale"]
+        print(f"| txonly Mpps, 64 B, net_null, 2 workers (-l 0,1) | {statistics.median(t['two_mpps']):.2f} "
+              f"| 1 worker {statistics.median(t['one_mpps']):.2f} | {t['ratio']:.2f}x | >= 1.8x |")
+        print(f"| the same per sending thread's CPU second, summed | {statistics.median(t['two_cpu_mpps']):.2f} "
+              f"| 1 worker {statistics.median(t['one_cpu_mpps']):.2f} | {t['cpu_ratio']:.2f}x | (2x: no sharing cost) |")
     if "lat" in res:
         l = res["lat"]
         print(f"| RTT/2 p50 us | {statistics.median(x[0] for x in l['rdgram_memif']):.2f} | sockperf "

@@ -9,10 +9,11 @@
  * With no arguments: an in-process loopback, two poll lcores joined by a
  * net_ring pair, through the software RoCEv2 driver, both tests.
  *
- * main() parses (perf_cli.cc), starts the runtime, picks the driver once
- * and runs it: the soft driver (perf_soft.cc; as the peer of perftest or
- * ibv_ud_pingpong, perf_peer_soft.cc) or verbs/mlx5 (perf_rdma.cc). Each
- * sets up its devices, runs perf_run.h's poll threads and reports.
+ * main() parses (perf_cli.cc; the driver named once: apps/common/driver.h),
+ * starts the runtime and runs the one path every driver takes
+ * (perf_main.cc): set up its devices, one queue per worker, run
+ * perf_run.h's poll threads, report. As the peer of perftest or
+ * ibv_ud_pingpong the exchange is peer/'s.
  */
 #include <atomic>
 #include <cerrno>
@@ -23,9 +24,7 @@
 #include <rte_cycles.h>
 
 #include "perf_cli.h"
-#include "perf_peer.h"
-#include "perf_rdma.h"
-#include "perf_soft.h"
+#include "perf_main.h"
 #include "perf_tests.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
@@ -84,14 +83,8 @@ int main(int argc, char **argv)
 	std::signal(SIGINT, on_stop_signal);
 	std::signal(SIGTERM, on_stop_signal);
 
-	/* Each runs its tests and reports them; the status is the exit's. */
-	int status;
-	if (c.driver != "soft")
-		status = run_rdma(rt, c, deadline);
-	else if (peer_proto(c))
-		status = run_soft_peer(rt, c, deadline);
-	else
-		status = run_soft(rt, o, deadline);
+	/* Runs the tests and reports them; the status is the exit's. */
+	const int status = run_perf_on(o.driver, rt, o, deadline);
 	rt.fini();
 	return status;
 }

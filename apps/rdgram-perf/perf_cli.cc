@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <string>
 
+#include <rte_config.h>
+
 #include "perf_peer.h"
 #include "rdgram/config.h"
 
@@ -80,6 +82,12 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 		"txonly --dests: rr (round robin) or random (a permutation made before the loop) "
 		"(overrides [perf] dest_order) [rr]")
 		.one_of({"rr", "random"});
+	uint32_t workers = 0;
+	app.add("--workers", workers,
+		"poll threads a side, each on its own lcore with its own queue and QP (worker i talks to the "
+		"peer's worker i; soft driver: QPN [server|client] qpn + i on queue i); -n is each worker's; "
+		"results are summed, then each worker's own and its accounting (overrides [perf] workers) [1]")
+		.range(1u, unsigned(RTE_MAX_LCORE));
 	app.flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
 	app.flag("--json", json, "print results as JSON lines instead of tables");
 	app.flag("-v,--verbose", o->verbose,
@@ -126,6 +134,12 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 	if (app.count("--ctl-nap-us"))
 		c.ctl_max_nap_us = ctl_nap_us;
 	c.json |= json;
+	if (app.count("--workers"))
+		c.workers = workers;
+	if (std::string err; apps::parse_driver(c.driver, &o->driver, &err) != 0) {
+		fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
+		return 2;
+	}
 	if (app.count("--dests"))
 		c.dests = dests;
 	if (!dest_order.empty())
@@ -147,6 +161,18 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 	c.use_imm |= imm;
 	if (peer_proto(c) && !peer_config_ok(c))
 		return 2;
+	const char *one_worker = nullptr;
+	if (c.workers > 1 && peer_proto(c))
+		one_worker = "--oob-proto perftest|ud_pingpong speaks for one QP, as the tools do: --workers 1";
+	else if (c.workers > 1 && (!hist_csv.empty() || !hist_plot.empty()))
+		one_worker = "--hist-csv/--hist-plot write one worker's histogram: --workers 1";
+	else if (c.workers > 1 && c.driver != "soft" && c.test != "txonly")
+		one_worker = "--workers above 1 on an RDMA driver runs --test txonly only (the device picks the QPNs "
+			     "and the client is told one server QPN)";
+	if (one_worker != nullptr) {
+		fprintf(stderr, "rdgram-perf: %s\n", one_worker);
+		return 2;
+	}
 	if (c.size > c.mtu) {
 		fprintf(stderr, "rdgram-perf: size %u is above the path MTU %u\n", c.size, c.mtu);
 		return 2;

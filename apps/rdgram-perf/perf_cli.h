@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli.h"
+#include "driver.h"
 #include "rdgram/runtime.h"
 #include "perf_config.h"
 
@@ -19,6 +20,7 @@ namespace rdgram::perf {
  * lives on the command line only. */
 struct perf_options {
 	perf_config c;
+	apps::driver_kind driver = apps::driver_kind::soft; /* c.driver, checked built */
 	split_args sa;          /* the EAL's arguments and the app's */
 	bool verbose = false;   /* DPDK's start-up messages too */
 	double status_interval = 1.0; /* seconds between status lines; 0: none */

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <rte_config.h>
+
 #include "bootstrap.h"
 #include "rdgram/config.h"
 #include "soft_config_toml.h"
@@ -43,7 +45,8 @@ void load_perf_config(const std::string &path, perf_config &c)
 	toml::table root = parse_config_file(path);
 	table_reader r(root, "", path);
 	if (auto t = r.get_table("perf")) {
-		c.driver = t->get_enum("driver", c.driver, {"soft", "verbs", "mlx5"});
+		c.driver = t->get_enum("driver", c.driver, {"soft", "verbs", "mlx5", "efa"});
+		c.workers = uint32_t(t->get_int("workers", c.workers, 1, RTE_MAX_LCORE));
 		c.test = t->get_enum("test", c.test, {"lat", "bw", "both", "txonly"});
 		c.mode = t->get_enum("mode", c.mode, {"loopback", "server", "client"});
 		c.size = uint32_t(t->get_int("size", c.size, 0, 4096));

@@ -40,9 +40,9 @@ struct rdma_config {
 	 * connects); empty: [server] of the config says where the server is. */
 	std::string oob;
 	/* What is spoken there: "rdgram" (rdgram-perf's own rendezvous,
-	 * perf_oob.h, with rdgram-perf's own tests), "perftest" (perftest
+	 * peer/perf_oob.h, with rdgram-perf's own tests), "perftest" (perftest
 	 * 6.06's exchange and data phase: the peer is ib_send_lat or
-	 * ib_send_bw -c UD) or "ud_pingpong" (ibv_ud_pingpong's). perf_peer.h. */
+	 * ib_send_bw -c UD) or "ud_pingpong" (ibv_ud_pingpong's). peer/perf_peer.h. */
 	std::string oob_proto = "rdgram";
 };
 
@@ -51,7 +51,9 @@ struct rdma_config {
  * them; the peer's MAC is always a static neighbour, these govern
  * everything else). */
 struct perf_config : soft::soft_port_params {
-	std::string driver = "soft";   /* soft | verbs | mlx5 */
+	std::string driver = "soft";   /* soft | verbs | mlx5 | efa (apps/common/driver.h) */
+	/* Poll threads a side, each with its own queue and QP (--workers). */
+	uint32_t workers = 1;
 	std::string test = "both";     /* lat | bw | both */
 	std::string mode = "loopback"; /* loopback | server | client */
 	uint32_t size = 64;

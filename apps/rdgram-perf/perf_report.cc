@@ -25,7 +25,7 @@ void status_printer::print(uint64_t now)
 		}
 	}
 	const double el = double(now - start) / hz;
-	if (prog == nullptr) { /* server: what arrived */
+	if (progs.empty()) { /* server: what arrived */
 		const double rate = last_tsc ? double(rx - last_done) / (double(now - last_tsc) / hz) : 0;
 		fprintf(stderr, " [%7.1f s] server: %lu received, %.0f/s, drops %lu\n", el, (unsigned long)rx, rate,
 			(unsigned long)drops);
@@ -33,8 +33,13 @@ void status_printer::print(uint64_t now)
 		last_tsc = now;
 		return;
 	}
+	/* The workers run the same tests: the phase is the first's, the
+	 * messages done the sum, the latency the first worker's histogram. */
+	const progress *prog = progs[0];
 	const int phase = prog->phase.load(std::memory_order_relaxed);
-	const uint64_t done = prog->done.load(std::memory_order_relaxed);
+	uint64_t done = 0;
+	for (const progress *p : progs)
+		done += p->done.load(std::memory_order_relaxed);
 	if (phase == progress::idle)
 		return;
 	if (phase != last_phase)
@@ -52,13 +57,114 @@ void status_printer::print(uint64_t now)
 	last_tsc = now;
 }
 
-void print_results(const perf_config &c, const std::vector<lat_result> &lat, const std::vector<bw_result> &bw)
+std::vector<lat_result> merge_lat(const std::vector<worker_result> &w)
+{
+	if (w.size() == 1)
+		return *w[0].lat;
+	std::vector<lat_result> out;
+	for (size_t row = 0;; row++) {
+		std::vector<double> all;
+		uint64_t lost = 0;
+		uint32_t bytes = 0;
+		bool any = false;
+		for (const worker_result &x : w)
+			if (row < x.lat->size()) {
+				any = true;
+				bytes = (*x.lat)[row].bytes;
+				lost += (*x.lat)[row].lost;
+				all.insert(all.end(), x.lat_samples->begin(), x.lat_samples->end());
+			}
+		if (!any)
+			return out;
+		out.push_back(summarize_latency(all, bytes));
+		out.back().lost = lost;
+	}
+}
+
+std::vector<bw_result> merge_bw(const std::vector<worker_result> &w)
+{
+	if (w.size() == 1)
+		return *w[0].bw;
+	std::vector<bw_result> out;
+	for (size_t row = 0;; row++) {
+		bw_result s;
+		bool any = false;
+		s.received_known = true;
+		for (const worker_result &x : w) {
+			if (row >= x.bw->size()) {
+				s.received_known = false;
+				continue;
+			}
+			const bw_result &r = (*x.bw)[row];
+			any = true;
+			s.bytes = r.bytes;
+			s.iterations += r.iterations;
+			s.seconds = std::max(s.seconds, r.seconds);
+			s.bw_peak_mib += r.bw_peak_mib;
+			s.cpu_msg_rate_mpps += r.cpu_msg_rate_mpps;
+			s.received += r.received;
+			s.received_known &= r.received_known;
+		}
+		if (!any)
+			return out;
+		s.msg_rate_mpps = s.seconds > 0 ? double(s.iterations) / s.seconds / 1e6 : 0;
+		s.bw_avg_mib = s.seconds > 0 ? double(s.iterations) * s.bytes / s.seconds / 1048576.0 : 0;
+		s.bw_peak_mib = std::max(s.bw_peak_mib, s.bw_avg_mib);
+		if (!s.received_known)
+			s.received = 0;
+		out.push_back(s);
+	}
+}
+
+namespace {
+
+/* A JSON object's closing brace replaced by ,"workers":[...]}. */
+std::string with_workers(std::string j, const std::vector<std::string> &each)
+{
+	j.pop_back();
+	j += ",\"workers\":[";
+	for (size_t i = 0; i < each.size(); i++)
+		j += (i ? "," : "") + each[i];
+	return j + "]}";
+}
+
+} // namespace
+
+void print_results(const perf_config &c, const std::vector<lat_result> &lat, const std::vector<bw_result> &bw,
+		   const std::vector<worker_result> *per)
 {
 	if (c.json) {
-		for (const auto &r : lat)
-			printf("%s\n", lat_json(r).c_str());
-		for (const auto &r : bw)
-			printf("%s\n", bw_json(r).c_str());
+		char b[320];
+		for (size_t row = 0; row < lat.size(); row++) {
+			std::vector<std::string> each;
+			for (const worker_result &x : per ? *per : std::vector<worker_result>{})
+				if (row < x.lat->size()) {
+					const lat_result &r = (*x.lat)[row];
+					snprintf(b, sizeof(b),
+						 "{\"worker\":%u,\"lcore\":%u,\"qpn\":%u,\"iterations\":%lu,\"lost\":%lu,"
+						 "\"t_typical_us\":%.3f,\"t_avg_us\":%.3f,\"p99_us\":%.3f}",
+						 x.index, x.lcore, x.qpn, (unsigned long)r.iterations, (unsigned long)r.lost,
+						 r.t_typical, r.t_avg, r.p99);
+					each.push_back(b);
+				}
+			printf("%s\n", per ? with_workers(lat_json(lat[row]), each).c_str() : lat_json(lat[row]).c_str());
+		}
+		for (size_t row = 0; row < bw.size(); row++) {
+			std::vector<std::string> each;
+			for (const worker_result &x : per ? *per : std::vector<worker_result>{})
+				if (row < x.bw->size()) {
+					const bw_result &r = (*x.bw)[row];
+					snprintf(b, sizeof(b),
+						 "{\"worker\":%u,\"lcore\":%u,\"qpn\":%u,\"iterations\":%lu,\"seconds\":%.6f,"
+						 "\"msg_rate_mpps\":%.6f,\"cpu_msg_rate_mpps\":%.6f%s%s}",
+						 x.index, x.lcore, x.qpn, (unsigned long)r.iterations, r.seconds, r.msg_rate_mpps,
+						 r.cpu_msg_rate_mpps,
+						 r.received_known ? ",\"received\":" : "",
+						 r.received_known ? std::to_string(r.received).c_str() : "");
+					each.push_back(b);
+				}
+			printf("%s\n", per ? with_workers(bw_json(bw[row]), each).c_str() : bw_json(bw[row]).c_str());
+		}
 		return;
 	}
 	if (!lat.empty())

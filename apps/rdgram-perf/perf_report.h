@@ -68,6 +68,7 @@ struct bw_result {
 	uint32_t bytes = 0;
 	uint64_t iterations = 0;
 	double bw_peak_mib = 0, bw_avg_mib = 0, msg_rate_mpps = 0;
+	double seconds = 0; /* the sending loop's, first to last message */
 	/* Messages per second of the sending thread's own CPU time (0: not
 	 * known): on a shared machine, what the loop does while it runs. */
 	double cpu_msg_rate_mpps = 0;
@@ -134,7 +135,7 @@ inline std::string bw_json(const bw_result &r)
  * interval from what the poll threads published (perf_status.h). */
 struct status_printer {
 	const perf_config *c;
-	progress *prog; /* client side, or null */
+	std::vector<const progress *> progs; /* a client's workers; empty: a server */
 	std::vector<const telemetry::qp_publisher *> qps;
 	uint64_t start = 0, next = 0, interval = 0;
 	uint64_t last_done = 0, last_tsc = 0;
@@ -153,9 +154,31 @@ struct status_printer {
 	void print(uint64_t now);
 };
 
+/* One client worker's results, for the sum and the per-worker detail. */
+struct worker_result {
+	unsigned index, lcore;
+	uint32_t qpn;
+	const std::vector<lat_result> *lat;
+	const std::vector<double> *lat_samples; /* RTT/2, us */
+	const std::vector<bw_result> *bw;
+};
+
+/* The workers' latency rows as one: every worker's samples together
+ * (their percentiles, not an average of percentiles); a lone worker's
+ * rows as they are. */
+std::vector<lat_result> merge_lat(const std::vector<worker_result> &w);
+
+/* The workers' bandwidth rows as one: messages summed over the longest
+ * worker's time (so workers that did not overlap are not counted as if
+ * they had), peaks and CPU rates summed, the receiver's counts summed
+ * when every worker has one; a lone worker's rows as they are. */
+std::vector<bw_result> merge_bw(const std::vector<worker_result> &w);
+
 /* The client's results on stdout: JSON lines with c.json, else the
- * latency then the bandwidth table. */
-void print_results(const perf_config &c, const std::vector<lat_result> &lat, const std::vector<bw_result> &bw);
+ * latency then the bandwidth table. With per (several workers), each
+ * JSON line also carries "workers": each worker's own figures. */
+void print_results(const perf_config &c, const std::vector<lat_result> &lat, const std::vector<bw_result> &bw,
+		   const std::vector<worker_result> *per = nullptr);
 
 /* The client's exit status: 0 when its tests completed (ok), else 130
  * after SIGINT/SIGTERM or 1 at the timeout, with one line on stderr. */

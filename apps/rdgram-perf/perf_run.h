@@ -4,14 +4,16 @@
  * What a poll thread of rdgram-perf runs, on every driver: the server's
  * and the client's thread bodies around perf_tests.h's loops, templates
  * over the driver's device and queue types (the soft driver, verbs,
- * mlx5), chosen once per run, so nothing is virtual or branches on the
- * driver per burst. Set-up (opening devices, queues, AHs) is
- * perf_setup.cc's and perf_rdma.cc's; what is printed, perf_report.cc's.
+ * mlx5, EFA), chosen once per run, so nothing is virtual or branches on
+ * the driver per burst; one thread body per worker. Set-up (opening
+ * devices, queues, AHs) is perf_setup.h's; the run, perf_main.cc's; what
+ * is printed, perf_report.cc's.
  */
 #ifndef RDGRAM_PERF_RUN_H
 #define RDGRAM_PERF_RUN_H
 
 #include <atomic>
+#include <memory>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -51,16 +53,21 @@ struct ctl_poller {
 		arg = a;
 		return true;
 	}
-	~ctl_poller()
+	/* (Main thread.) Off the control thread; nothing when not added. */
+	void remove()
 	{
 		if (rt != nullptr)
 			rt->ctl().remove_poller(fn, arg);
+		rt = nullptr;
 	}
+	~ctl_poller() { remove(); }
 };
 
-/* One side of a test: a driver's device (Dev: soft_device, verbs_device,
- * mlx5_device), its queue (Dev::queue_type, from create_queue; the device's
- * mempool feeds it and what it sends beyond inline), and where it sends. */
+/* One poll thread of a side (a worker): its queue on the side's device
+ * (Dev: soft_device, verbs_device, mlx5_device, efa_device; queue i of
+ * the device for worker i; the device's mempool feeds it and what it
+ * sends beyond inline), its own QP and where it sends. Worker i of a
+ * client talks to worker i of its server. */
 template <class Dev> struct endpoint {
 	using device_type = Dev;
 	using queue_type = typename Dev::queue_type;
@@ -68,14 +75,65 @@ template <class Dev> struct endpoint {
 	const char *role;
 	const endpoint_config *self;
 	const endpoint_config *other;
-	Dev dev;
+	Dev *dev = nullptr;
+	unsigned index = 0;        /* worker and queue index */
 	queue_type q;
+	uint32_t qpn = 0;          /* our QP's number */
 	uint32_t inline_max = 0;   /* payloads up to this many bytes go inline */
 	peer to{ah_null, 0, 0};    /* ah_null: a server learns it from the client's SYNC */
-	/* txonly --dests: the prepared AHs, in the order they are sent. */
-	std::vector<ah_handle> dests;
+	/* txonly --dests: the prepared AHs, in the order they are sent (the
+	 * side's, shared by its workers; empty: none). */
+	const std::vector<ah_handle> *dests = nullptr;
 	lcore_cpu where{};
+};
+
+/* One role of a test, server or client: one device and its workers. */
+template <class Dev> struct side {
+	const char *role;
+	const endpoint_config *self;
+	const endpoint_config *other;
+	Dev dev;
+	std::vector<std::unique_ptr<endpoint<Dev>>> w;
+	std::vector<ah_handle> dests; /* txonly --dests (soft client) */
 	ctl_poller polled; /* last: off the control thread before dev closes */
+
+	side(const char *r, const endpoint_config *s, const endpoint_config *o) : role(r), self(s), other(o) {}
+	side(const side &) = delete;
+	side &operator=(const side &) = delete;
+	/* Workers for these lcores, on this side's device (main thread). */
+	void add_workers(const std::vector<lcore_cpu> &lcores)
+	{
+		for (const lcore_cpu &l : lcores) {
+			auto e = std::make_unique<endpoint<Dev>>();
+			e->role = role;
+			e->self = self;
+			e->other = other;
+			e->dev = &dev;
+			e->index = unsigned(w.size());
+			e->where = l;
+			e->dests = &dests;
+			w.push_back(std::move(e));
+		}
+	}
+	/* (Main thread, after the workers stopped.) Their AHs and the
+	 * queues, then the device. */
+	void close(runtime &rt)
+	{
+		rt.ctl().call([&] {
+			for (auto &e : w)
+				if (e->to.ah != ah_null)
+					dev.destroy_ah(e->to.ah);
+			for (ah_handle h : dests)
+				dev.destroy_ah(h);
+		});
+		for (auto &e : w)
+			e->to.ah = ah_null;
+		dests.clear();
+		for (auto &e : w)
+			dev.destroy_queue(e->q); /* nothing when it was not created */
+		polled.remove();
+		dev.close();
+	}
 };
 
 /* A poll thread's run: what it is given and what it leaves. */
@@ -88,6 +146,7 @@ template <class E> struct run_ctx {
 	bool no_client = false; /* server: no SYNC came to learn the client from */
 	uint64_t served = 0;
 	std::vector<lat_result> lat;
+	std::vector<double> lat_samples; /* RTT/2, us: merged over workers */
 	std::vector<bw_result> bw;
 	loop_hooks *hooks = nullptr;
 	/* Loopback: the server's CPU clock, published by its thread once it
@@ -96,6 +155,11 @@ template <class E> struct run_ctx {
 	std::atomic<bool> clock_ready{false};
 	const run_ctx *server = nullptr;
 	cpu_meter bw_cpu{};
+
+	run_ctx(const perf_config *c_, runtime *rt_, E *ep_, uint64_t deadline_)
+		: c(c_), rt(rt_), ep(ep_), deadline(deadline_)
+	{
+	}
 };
 
 /* The server, when it has no AH to the client yet: waits for the
@@ -107,7 +171,7 @@ template <class E> bool learn_client(runtime &rt, E &e, const perf_config &c, co
 {
 	using Q = typename E::queue_type;
 	gid_index gids;
-	gids.build(e.dev.port().gids);
+	gids.build(e.dev->port().gids);
 	recv_wc wcs[Q::max_burst];
 	for (;;) {
 		e.q.tx_flush();
@@ -119,7 +183,7 @@ template <class E> bool learn_client(runtime &rt, E &e, const perf_config &c, co
 				int err = 0;
 				ah_handle h = ah_null;
 				rt.ctl().call([&] {
-					h = create_ah_from_wc(e.dev, gids, 1, wc, rte_pktmbuf_mtod(wc.mbuf, void *),
+					h = create_ah_from_wc(*e.dev, gids, 1, wc, rte_pktmbuf_mtod(wc.mbuf, void *),
 							      &err);
 				});
 				if (err != 0) {
@@ -179,18 +243,17 @@ template <class E> int client_main(void *arg)
 	x->ok = true;
 	if (do_lat) {
 		client_params cp{c.size, c.lat_iters, c.warmup, e.inline_max, c.tx_depth, c.use_imm, !do_bw, false};
-		std::vector<double> samples;
 		lat_result r;
-		if (client_lat(e.q, e.dev.mempool(), e.to, cp, env, samples, &r))
+		if (client_lat(e.q, e.dev->mempool(), e.to, cp, env, x->lat_samples, &r))
 			x->lat.push_back(r);
 		else
 			x->ok = false;
 	}
 	if (do_bw && x->ok) {
 		client_params cp{c.size, c.bw_iters, 0, e.inline_max, c.tx_depth, c.use_imm, true, txonly};
-		if (!e.dests.empty()) {
-			cp.dests = e.dests.data();
-			cp.n_dests = uint32_t(e.dests.size());
+		if (e.dests != nullptr && !e.dests->empty()) {
+			cp.dests = e.dests->data();
+			cp.n_dests = uint32_t(e.dests->size());
 		}
 		bw_result r;
 		/* Who had the CPUs during the test (two clock reads each side
@@ -199,7 +262,7 @@ template <class E> int client_main(void *arg)
 		if (x->server != nullptr && x->server->clock_ready.load(std::memory_order_acquire))
 			x->bw_cpu.b = x->server->clock;
 		x->bw_cpu.start();
-		const bool done = client_bw(e.q, e.dev.mempool(), e.to, cp, env, &r);
+		const bool done = client_bw(e.q, e.dev->mempool(), e.to, cp, env, &r);
 		x->bw_cpu.stop();
 		if (done)
 			x->bw.push_back(r);

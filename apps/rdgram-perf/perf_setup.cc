@@ -17,100 +17,129 @@
 #include "perf_dests.h"
 #include "perf_oob.h"
 #include "perf_port.h"
+#include "workers.h"
 #include "rdgram/config.h"
 
 namespace rdgram::perf {
 
-int open_soft_endpoint(runtime &rt, const perf_config &c, soft_endpoint &e, uint16_t port_id)
+int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, uint16_t port_id, bool peer_mode)
 {
 	soft::soft_config sc(c); /* [port]: mtu, pkey, max_ah, neighbour resolution */
 	sc.port_id = port_id;
+	sc.nb_queues = uint16_t(s.w.size());
 	sc.set_mac = true;
-	sc.mac = e.self->mac;
-	sc.addresses = {e.self->address};
+	sc.mac = s.self->mac;
+	sc.addresses = {s.self->address};
 	/* The peer's MAC as a static neighbour when it is known (the config,
 	 * or a soft peer's --oob record); a verbs peer does not know its MAC
-	 * (its --oob record says 00:00:00:00:00:00): resolved by ARP/ND. */
-	const bool peer_mac_known = !rte_is_zero_ether_addr(&e.other->mac);
-	const bool with_dests = c.dests != 0 && c.test == "txonly" && e.self == &c.client;
+	 * (its --oob record says 00:00:00:00:00:00) and the standard tools
+	 * exchange none: resolved by ARP/ND. */
+	const bool peer_mac_known = !peer_mode && !rte_is_zero_ether_addr(&s.other->mac);
+	const bool with_dests = c.dests != 0 && c.test == "txonly" && strcmp(s.role, "client") == 0;
 	if (with_dests && !peer_mac_known) {
 		fprintf(stderr, "rdgram-perf: --dests needs the peer's MAC (client.mac of the server's config)\n");
 		return EINVAL;
 	}
 	if (with_dests) {
-		/* One AH per destination plus the peer's own. */
-		sc.neighbours = dest_neighbours(*e.other, *e.self, c.dests);
-		sc.max_ah = std::max<uint32_t>(c.max_ah, c.dests + 1);
+		/* One AH per destination plus the peers' own. */
+		sc.neighbours = dest_neighbours(*s.other, *s.self, c.dests);
+		sc.max_ah = std::max<uint32_t>(c.max_ah, c.dests + uint32_t(s.w.size()));
 	} else if (peer_mac_known) {
-		sc.neighbours = {{e.other->address, e.other->mac}};
+		sc.neighbours = {{s.other->address, s.other->mac}};
 	}
+	if (peer_mode)
+		sc.resolve = true;
 	sc.qsbr = rt.qsbr();
-	/* The AV replica goes on the poll thread's NUMA node. */
-	sc.av_nodes = replica_nodes(rt.topology(), {e.where});
-	if (int rc = e.dev.open(sc); rc != 0) {
-		fprintf(stderr, "rdgram-perf: %s port: %s\n", e.role, e.dev.error().c_str());
+	/* The AV replicas go on the poll threads' NUMA nodes. */
+	std::vector<lcore_cpu> where;
+	for (const auto &e : s.w)
+		where.push_back(e->where);
+	sc.av_nodes = replica_nodes(rt.topology(), where);
+	if (int rc = s.dev.open(sc); rc != 0) {
+		fprintf(stderr, "rdgram-perf: %s port: %s\n", s.role, s.dev.error().c_str());
 		return rc;
 	}
 	/* The control thread answers ARP/ND for our address and reclaims AH
-	 * slots (the poll thread of queue 0 carries the frames). */
-	e.polled.add(rt, &soft::soft_device::control_poller, &e.dev);
-	if (int rc = e.dev.create_queue({.index = 0, .socket = sc.av_nodes[0]}, e.q); rc != 0) {
-		fprintf(stderr, "rdgram-perf: %s queue: %s\n", e.role, e.dev.error().c_str());
-		return rc;
+	 * slots (the poll threads carry the frames). */
+	s.polled.add(rt, &soft::soft_device::control_poller, &s.dev);
+	for (auto &e : s.w) {
+		const int node = numa_of_cpu(rt.topology(), e->where.cpu);
+		if (int rc = s.dev.create_queue({.index = uint16_t(e->index), .socket = node >= 0 ? node : sc.av_nodes[0]},
+						e->q);
+		    rc != 0) {
+			fprintf(stderr, "rdgram-perf: %s queue %u: %s\n", s.role, e->index, s.dev.error().c_str());
+			return rc;
+		}
+		e->qpn = s.self->qpn + e->index;
+		e->q.add_qp(e->qpn, s.self->qkey);
+		e->inline_max = c.inline_size;
 	}
-	e.q.add_qp(e.self->qpn, e.self->qkey);
-	e.inline_max = c.inline_size;
+	if (peer_mode)
+		return 0;
 
 	/* A static neighbour answers at once; an unknown MAC is resolved,
-	 * this thread polling the queue meanwhile (ARP/ND answers come in on
-	 * it), bounded by the run's timeout. */
-	const auto pump = [&e] {
+	 * this thread polling the queues meanwhile (ARP/ND answers come in
+	 * on any of them), bounded by the run's timeout. */
+	const auto pump = [&s] {
 		recv_wc wcs[32];
-		const uint16_t k = e.q.rx_burst(wcs, 32);
-		for (uint16_t i = 0; i < k; i++)
-			rte_pktmbuf_free(wcs[i].mbuf);
-		e.q.tx_flush();
+		for (auto &e : s.w) {
+			const uint16_t k = e->q.rx_burst(wcs, 32);
+			for (uint16_t i = 0; i < k; i++)
+				rte_pktmbuf_free(wcs[i].mbuf);
+			e->q.tx_flush();
+		}
 	};
 	const uint64_t until = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
-	ah_handle h = ah_null;
-	std::string why;
-	if (int err = soft_ah(rt, e.dev, e.other->address, pump, until, &h, &why); err != 0) {
-		fprintf(stderr, "rdgram-perf: %s: %s\n", e.role, why.c_str());
-		return err;
+	for (auto &e : s.w) {
+		ah_handle h = ah_null;
+		std::string why;
+		if (int err = soft_ah(rt, s.dev, s.other->address, pump, until, &h, &why); err != 0) {
+			fprintf(stderr, "rdgram-perf: %s: %s\n", s.role, why.c_str());
+			return err;
+		}
+		e->to = peer{h, s.other->qpn + e->index, s.other->qkey};
 	}
-	e.to = peer{h, e.other->qpn, e.other->qkey};
 	if (with_dests)
-		return create_dests(rt, e.dev, sc.neighbours, c.dest_order == "random", &e.dests);
+		return create_dests(rt, s.dev, sc.neighbours, c.dest_order == "random", &s.dests);
 	return 0;
 }
 
-int open_loopback(runtime &rt, uint16_t *srv_port, uint16_t *cli_port, lcore_cpu *srv, lcore_cpu *cli)
+int open_loopback(runtime &rt, unsigned n, uint16_t *srv_port, uint16_t *cli_port, std::vector<lcore_cpu> *srv,
+		  std::vector<lcore_cpu> *cli)
 {
-	rte_ring *r0 = rte_ring_create("rdgram_lo0", 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	rte_ring *r1 = rte_ring_create("rdgram_lo1", 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
-	int ps = r0 && r1 ? rte_eth_from_rings("rdgram_srv", &r0, 1, &r1, 1, 0) : -1;
-	int pc = r0 && r1 ? rte_eth_from_rings("rdgram_cli", &r1, 1, &r0, 1, 0) : -1;
+	/* Queue i of one port sends into ring r[2i], which queue i of the
+	 * other receives from, and the other way round on r[2i + 1]. */
+	std::vector<rte_ring *> a(n), b(n);
+	bool ok = true;
+	for (unsigned i = 0; i < n; i++) {
+		const std::string na = "rdgram_lo" + std::to_string(2 * i), nb = "rdgram_lo" + std::to_string(2 * i + 1);
+		a[i] = rte_ring_create(na.c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		b[i] = rte_ring_create(nb.c_str(), 4096, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+		ok &= a[i] != nullptr && b[i] != nullptr;
+	}
+	int ps = ok ? rte_eth_from_rings("rdgram_srv", a.data(), n, b.data(), n, 0) : -1;
+	int pc = ok ? rte_eth_from_rings("rdgram_cli", b.data(), n, a.data(), n, 0) : -1;
 	if (ps < 0 || pc < 0) {
 		fprintf(stderr, "rdgram-perf: cannot create the net_ring loopback pair\n");
 		return 1;
 	}
-	auto lcores = rt.poll_lcores(rte_eth_dev_socket_id(uint16_t(ps)));
-	/* The client runs on the main lcore, the server on a worker. */
-	lcore_cpu main_l{rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
-	const lcore_cpu *worker = nullptr;
-	for (const auto &l : lcores)
-		if (l.lcore != main_l.lcore) {
-			worker = &l;
-			break;
-		}
-	if (worker == nullptr) {
-		fprintf(stderr, "rdgram-perf: loopback needs two lcores (EAL -l with two CPUs)\n");
+	/* n server workers, then n clients, the main lcore (last) a client. */
+	std::vector<lcore_cpu> lcores;
+	std::string err;
+	const auto all = rt.poll_lcores(rte_eth_dev_socket_id(uint16_t(ps)));
+	if (all.size() < 2 * n || apps::pick_workers(rt, rte_eth_dev_socket_id(uint16_t(ps)), 2 * n, &lcores, &err) != 0) {
+		if (n == 1)
+			fprintf(stderr, "rdgram-perf: loopback needs two lcores (EAL -l with two CPUs)\n");
+		else
+			fprintf(stderr, "rdgram-perf: --workers %u in loopback runs %u poll threads (a server and a "
+					"client per worker): only %zu lcore(s) given to the EAL (-l)\n",
+				n, 2 * n, all.size());
 		return 2;
 	}
 	*srv_port = uint16_t(ps);
 	*cli_port = uint16_t(pc);
-	*srv = *worker;
-	*cli = main_l;
+	srv->assign(lcores.begin(), lcores.begin() + n);
+	cli->assign(lcores.begin() + n, lcores.end());
 	return 0;
 }
 
@@ -136,24 +165,8 @@ int oob_swap(const perf_config &c, const endpoint_config &self, endpoint_config 
 	return 0;
 }
 
-void exposure::start(const std::vector<soft_endpoint *> &eps)
+void exposure::attach(telemetry::attachment a)
 {
-	telemetry::attachment a;
-	a.app = "rdgram-perf";
-	a.ctl = &rt_.ctl();
-	for (soft_endpoint *e : eps) {
-		const bool is_srv = strcmp(e->role, "server") == 0;
-		telemetry::qp_publisher *pub = is_srv ? &srv_pub_ : &cli_pub_;
-		a.lcores.push_back({e->where.lcore, e->where.cpu, numa_of_cpu(rt_.topology(), e->where.cpu), e->role});
-		char mac[RTE_ETHER_ADDR_FMT_SIZE];
-		rte_ether_format_addr(mac, sizeof(mac), &e->dev.mac());
-		a.ports.push_back({&e->dev, int(e->dev.port_id()), e->role, mac});
-		a.qps.push_back({std::string(e->role) + "_qp0", e->where.lcore, int(e->dev.port_id()), e->self->qpn, pub});
-		a.ah_devices.push_back(&e->dev);
-		line_.qps.push_back(pub);
-		if (!is_srv)
-			line_.prog = &prog_;
-	}
 	if (int rc = telemetry::attach(std::move(a)); rc != 0)
 		fprintf(stderr, "rdgram-perf: telemetry not attached: %s\n", strerror(rc));
 	attached_ = true;

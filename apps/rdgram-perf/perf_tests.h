@@ -475,6 +475,7 @@ inline bool client_bw(Q &q, rte_mempool *mp, const peer &p, const client_params 
 	const double secs = double(t_end - t_start) / hz;
 	res->bytes = cp.size;
 	res->iterations = sent;
+	res->seconds = secs;
 	res->msg_rate_mpps = secs > 0 ? double(sent) / secs / 1e6 : 0;
 	res->cpu_msg_rate_mpps = cpu_secs > 0 ? double(sent) / cpu_secs / 1e6 : 0;
 	res->bw_avg_mib = secs > 0 ? double(sent) * cp.size / secs / 1048576.0 : 0;

@@ -5,8 +5,9 @@
 # rdgram-perf selects the verbs and mlx5 drivers from its config. Where no
 # RDMA device exists (this test's home) each example config must fail to
 # open the device with exactly one clear line and exit 1, in server and in
-# client mode: no crash, no hang, no soft-driver fallback. Loopback mode
-# and an unknown driver name are refused with exit 2. On a host that has
+# client mode: no crash, no hang, no soft-driver fallback; EFA (no config
+# shipped) the same. Loopback mode and an unknown driver name are refused
+# with exit 2. On a host that has
 # RDMA devices the open would succeed and wait for a peer: SKIP (77).
 # Usage: perf_rdma_driver.sh RDGRAM_PERF CONFIG_DIR
 set -u
@@ -50,8 +51,21 @@ for cfg in verbs mlx5-roce mlx5-ib; do
   done
 done
 run "verbs/loopback" 2 'not loopback' -c "$cfgdir/verbs.toml" --mode loopback
-printf '[perf]\ndriver = "efa"\n' >"$tmp/bad.toml"
-run "unknown driver" 2 "driver" -c "$tmp/bad.toml"
+# EFA takes the same path: no device here, or (a tree built without
+# efadv) one line with meson's reason and exit 2.
+printf '[perf]\ndriver = "efa"\n' >"$tmp/efa.toml"
+for mode in server client; do
+  if timeout 60 "$perf" $eal --file-prefix "rdgram-rdma$$" -- -c "$tmp/efa.toml" --mode $mode --timeout 5 2>&1 |
+      grep -q 'driver efa was not built: '; then
+    run "efa/$mode" 2 "driver efa was not built: " -c "$tmp/efa.toml" --mode $mode --timeout 5
+  else
+    run "efa/$mode" 1 "driver efa: cannot open RDMA device" -c "$tmp/efa.toml" --mode $mode --timeout 5
+  fi
+done
+run "efa/loopback" 2 'not loopback' -c "$tmp/efa.toml" --mode loopback
+printf '[perf]\ndriver = "rxe"\n' >"$tmp/bad.toml"
+run "unknown driver" 2 "bad.toml:2:10: key 'perf.driver': expected one of \"soft\", \"verbs\", \"mlx5\", \"efa\"" \
+  -c "$tmp/bad.toml"
 # --oob: with a device it swaps QPN/GID/LID over TCP; here the device open
 # fails first (exit 1). A bad address is a config error (file:line:col),
 # and the in-process loopback has no peer to swap with (the soft driver

@@ -131,6 +131,26 @@ TEST(Config, BadEnum)
 		<< e;
 }
 
+/* [perf] workers: poll threads a side (--workers); driver: every driver
+ * apps/common/driver.h names, whether built or not (the run says). */
+TEST(Config, WorkersAndDriver)
+{
+	std::string p = write_tmp("[perf]\nworkers = 2\ndriver = \"efa\"\n");
+	perf_config c;
+	EXPECT_EQ(c.workers, 1u);
+	load_perf_config(p, c);
+	remove(p.c_str());
+	EXPECT_EQ(c.workers, 2u);
+	EXPECT_EQ(c.driver, "efa");
+	std::string path;
+	std::string e = error_of("[perf]\nworkers = 0\n", &path);
+	EXPECT_EQ(e.rfind(path + ":2:11: key 'perf.workers': expected an integer from 1 to ", 0), 0u) << e;
+	e = error_of("[perf]\ndriver = \"rxe\"\n");
+	EXPECT_NE(e.find("key 'perf.driver': expected one of \"soft\", \"verbs\", \"mlx5\", \"efa\", got \"rxe\""),
+		  std::string::npos)
+		<< e;
+}
+
 TEST(Config, BadAddressAndMac)
 {
 	EXPECT_NE(error_of("[server]\naddress = \"10.0.0.300\"\n").find("key 'server.address': expected an IPv4 or IPv6"),

@@ -6,9 +6,9 @@
  * (ibv_ud_pingpong), in either role, on any driver. run_peer() drives one
  * session on a queue its caller opened: the TCP exchange
  * (perf_peer_oob.h), the AH to the peer, the data phase
- * (perf_peer_tests.h), the closing exchange, the report. The soft driver's
- * caller is run_soft_peer() (perf_peer_soft.cc), the verbs and mlx5
- * drivers' perf_rdma.cc.
+ * (perf_peer_tests.h), the closing exchange, the report. Its caller, on
+ * every driver, is run_peer_side() (perf_peer_side.h), from rdgram-perf's
+ * one run path (perf_main.cc).
  */
 #ifndef RDGRAM_PERF_PEER_H
 #define RDGRAM_PERF_PEER_H
@@ -387,10 +387,6 @@ int run_peer(const perf_config &c, peer_port<Q> &p, const peer_self &self, uint6
 	}
 	return status;
 }
-
-/* The soft driver's session (perf_peer_soft.cc): opens the port of
- * c.mode's endpoint, runs run_peer on it. Exit status. */
-int run_soft_peer(runtime &rt, const perf_config &c, uint64_t deadline);
 
 } // namespace rdgram::perf
 
