@@ -68,6 +68,7 @@ int main(int argc, char **argv)
 {
 	split_args sa = split_command_line(argc, argv);
 	fwd_config c;
+	apps::driver_kind kind = apps::driver_kind::soft;
 
 	cli::parser app{"rdgram-fwd",
 			"rdgram-fwd: UD reflector and forwarder on every rdgram driver (soft: RoCEv2 on any DPDK "
@@ -142,6 +143,9 @@ int main(int argc, char **argv)
 			}
 			c.ports[0].device = port_args;
 		}
+		/* The driver first: its name decides what the rest may say. */
+		if (std::string err; apps::parse_driver(c.driver, &kind, &err) != 0)
+			throw config_error(err);
 		check_fwd_config(c);
 		if (c.driver != "soft") {
 			/* The [rdma] device as the one port, one QP per worker
@@ -159,12 +163,6 @@ int main(int argc, char **argv)
 					   " rules");
 	} catch (const config_error &e) {
 		fprintf(stderr, "rdgram-fwd: %s\n", e.what());
-		return 2;
-	}
-
-	apps::driver_kind kind;
-	if (std::string err; apps::parse_driver(c.driver, &kind, &err) != 0) {
-		fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
 		return 2;
 	}
 
