@@ -12,8 +12,9 @@
 # by ARP and ND). Then the counts: rdgram-fwd's --stats-json (delivered =
 # reflected = sent = 2N, nothing dropped, the accounting closing for each
 # worker and summed) and rxe's counters (rcvd_pkts and sent_pkts +2N).
-# FWD_RXE_WORKERS=2 runs two workers in the guest (-l 0,1: the main lcore
-# one of them), each with its own QP on rxe0; the peer sends to worker 0's.
+# Two workers in the guest (-l 0,1 -- --workers 2: the main lcore one of
+# them), each with its own QP on rxe0; the peer sends to worker 0's, and
+# worker 1's accounting closes at zero (FWD_RXE_WORKERS=1: one worker).
 # Nothing timed here is a performance figure (TCG).
 # usage: fwd_rxe.sh RDGRAM_FWD LAB_SOFT_PEER
 set -u
@@ -22,7 +23,7 @@ LAB_NET=${LAB_NET:-tap}
 fwd=$(realpath "${1:?usage: fwd_rxe.sh RDGRAM_FWD LAB_SOFT_PEER}")
 soft=$(realpath "${2:?usage: fwd_rxe.sh RDGRAM_FWD LAB_SOFT_PEER}")
 n=${FWD_RXE_COUNT:-40} # good datagrams per family
-workers=${FWD_RXE_WORKERS:-1}
+workers=${FWD_RXE_WORKERS:-2}
 lab_init fwd_rxe
 lab_keep "$fwd" "$soft"
 printf '[fwd]\ndriver = "verbs"\nworkers = %s\n[rdma]\ndevice = "rxe0"\n' "$workers" >"$LAB_RUN/fwd.toml"
