@@ -105,4 +105,9 @@ for d in verbs mlx5 efa; do
 		bad_case "driver $d without a device" 1 "$d device (the first usable): no " "" --driver $d --workers 2
 	fi
 done
+# The verbs example config parses and fails only at the device.
+cfgdir=$(cd "$(dirname "$0")/../../config" && pwd)
+if [[ $built == *" verbs "* ]] && [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
+	bad_case "config/rdgram-fwd-verbs.toml without rxe0" 1 "verbs device rxe0: " "$(cat "$cfgdir/rdgram-fwd-verbs.toml")"
+fi
 exit $fail
