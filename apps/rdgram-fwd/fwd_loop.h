@@ -371,6 +371,45 @@ template <class Q> struct loop_ctx {
 		}
 	}
 
+	/* One pass over every port: answers from the control thread, one
+	 * rx_burst, reflect or forward, tx_flush, the quiescent state. Returns
+	 * the completions received. (Poll thread; run's body, and a test's
+	 * step against a device model.) */
+	unsigned poll_once(uint64_t now, unsigned tid)
+	{
+		unsigned got = 0;
+		loops++;
+		for (unsigned p = 0; p < nports; p++) {
+			port_state<Q> &ps = *ports[p];
+			for (unsigned i = 0; i < ps.nqp; i++) {
+				select_qp(ps.q, i);
+				ps.cl[i].poll(ps.q, now);
+			}
+			const uint16_t want = budget->claim(uint16_t(burst));
+			recv_wc wcs[burst];
+			const uint16_t n = want != 0 ? ps.q.rx_burst(wcs, want) : 0;
+			budget->unclaim(uint16_t(want - n));
+			if (n != 0) {
+				uint8_t qi[burst];
+				for (uint16_t j = 0; j < n; j++) {
+					const unsigned i = ps.qp_index(wcs[j].qp_num);
+					qi[j] = uint8_t(i);
+					ps.qc[i].rx++;
+					ps.qc[i].rx_bytes += wcs[j].byte_len - wire::grh_len;
+				}
+				if (reflect)
+					reflect_burst(ps, wcs, qi, n, now);
+				else
+					forward_burst(p, wcs, qi, n, now);
+				got += n;
+			}
+		}
+		for (unsigned p = 0; p < nports; p++)
+			ports[p]->q.tx_flush();
+		rte_rcu_qsbr_quiescent(qsbr, tid);
+		return got;
+	}
+
 	/* The poll thread's body. */
 	void run(unsigned tid)
 	{
@@ -380,34 +419,7 @@ template <class Q> struct loop_ctx {
 		uint32_t acked = snap_ack.load(std::memory_order_relaxed);
 		for (;;) {
 			const uint64_t now = rte_get_tsc_cycles();
-			loops++;
-			for (unsigned p = 0; p < nports; p++) {
-				port_state<Q> &ps = *ports[p];
-				for (unsigned i = 0; i < ps.nqp; i++) {
-					select_qp(ps.q, i);
-					ps.cl[i].poll(ps.q, now);
-				}
-				const uint16_t want = budget->claim(uint16_t(burst));
-				recv_wc wcs[burst];
-				const uint16_t n = want != 0 ? ps.q.rx_burst(wcs, want) : 0;
-				budget->unclaim(uint16_t(want - n));
-				if (n != 0) {
-					uint8_t qi[burst];
-					for (uint16_t j = 0; j < n; j++) {
-						const unsigned i = ps.qp_index(wcs[j].qp_num);
-						qi[j] = uint8_t(i);
-						ps.qc[i].rx++;
-						ps.qc[i].rx_bytes += wcs[j].byte_len - wire::grh_len;
-					}
-					if (reflect)
-						reflect_burst(ps, wcs, qi, n, now);
-					else
-						forward_burst(p, wcs, qi, n, now);
-				}
-			}
-			for (unsigned p = 0; p < nports; p++)
-				ports[p]->q.tx_flush();
-			rte_rcu_qsbr_quiescent(qsbr, tid);
+			poll_once(now, tid);
 
 			const uint32_t req = snap_req.load(std::memory_order_acquire);
 			if (unlikely(req != acked)) {
