@@ -162,6 +162,8 @@ void write_json(FILE *f, const fwd_config &c, const std::vector<worker_view> &w,
 			});
 			fprintf(f, "},\n");
 		}
+		if (pr.mbufs_out >= 0)
+			fprintf(f, "     \"mbufs_out_at_close\": %lld,\n", (long long)pr.mbufs_out);
 		/* The driver's counters summed over the workers' queues. */
 		fprintf(f, "     \"driver\": ");
 		json_drv(f, port_drv(w, p));
@@ -267,6 +269,9 @@ void print_table(FILE *f, const fwd_config &c, const std::vector<worker_view> &w
 		fprintf(f, "\n   driver   rx_pkts %llu  tx_pkts %llu  rx_to_control %llu  tx_control %llu%s\n",
 			u64(drv.get("rx_pkts")), u64(drv.get("tx_pkts")), u64(drv.get("rx_to_control")),
 			u64(drv.get("tx_control")), w.size() > 1 ? "  (all queues)" : "");
+		if (pr.mbufs_out >= 0)
+			fprintf(f, "   mbufs    %lld out of the pool once the queues closed%s\n", (long long)pr.mbufs_out,
+				pr.mbufs_out == 0 ? " (every one back)" : " (the PMD's receive ring, until the port stops)");
 		drv.for_each([&](const xstat_name &n, uint64_t v) {
 			if (v != 0 && n.kind != counter_kind::traffic && strcmp(n.name, "rx_to_control") &&
 			    strcmp(n.name, "tx_control"))

@@ -34,6 +34,9 @@ struct port_report {
 	ah_service_stats ahs;      /* the control thread's side of the AH path */
 	bool have_neigh;           /* soft: ARP/ND */
 	soft::neigh_stats neigh;   /* learned senders, replies sent */
+	/* At exit, once the queues are closed: mbufs still out of the port's
+	 * pool (close_queues); -1 while running. */
+	int64_t mbufs_out = -1;
 };
 
 /* One worker as the report shows it: where it ran, why it stopped, and

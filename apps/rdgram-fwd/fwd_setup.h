@@ -372,6 +372,36 @@ template <class Dev> void stop_reply_paths(fwd_app<Dev> &a)
 		}
 }
 
+/* Once every worker stopped and its last copy is taken: each queue sends
+ * what it still held and is destroyed (what could not be sent is freed),
+ * the ARP/ND frames in flight to or from the control thread are freed, and
+ * what is then still out of each port's pool is counted into mbufs_out
+ * (by port): 0 unless the PMD keeps receive buffers posted until the port
+ * stops (a NIC's ring; not net_pcap, net_ring, net_memif in copy mode or
+ * net_af_packet). (Main thread.) */
+template <class Dev> void close_queues(runtime &rt, fwd_app<Dev> &a, std::vector<int64_t> *mbufs_out)
+{
+	mbufs_out->clear();
+	for (auto &pr : a.ports) {
+		for (size_t w = 0; w < pr->queue_up.size(); w++)
+			if (pr->queue_up[w]) {
+				pr->st[w]->q.tx_flush();
+				pr->dev.destroy_queue(pr->st[w]->q);
+				pr->queue_up[w] = false;
+			}
+		int64_t out = -1;
+		if constexpr (apps::is_soft<Dev>) {
+			rt.ctl().call([&] {
+				pr->dev.drain_control_frames();
+				out = int64_t(rte_mempool_in_use_count(pr->dev.mempool()));
+			});
+		} else {
+			out = int64_t(rte_mempool_in_use_count(pr->dev.mempool()));
+		}
+		mbufs_out->push_back(out);
+	}
+}
+
 /* After the last report: the peers' AHs, the AH services, the queues, the
  * devices. (Main thread.) */
 template <class Dev> void close_ports(fwd_app<Dev> &a)

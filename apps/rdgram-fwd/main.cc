@@ -52,11 +52,20 @@ template <class Dev> int run_app(runtime &rt, const fwd_config &c)
 	if (!run(rt, c, a, &status))
 		return 1;
 	stop_reply_paths(a);
-	/* The last copies, after the reply paths dropped what still waited. */
+	/* Whatever a queue still holds goes out, then the last copies, after
+	 * the reply paths dropped what still waited. */
+	for (auto &pr : a.ports)
+		for (auto &st : pr->st)
+			st->q.tx_flush();
 	const uint64_t now = rte_get_tsc_cycles();
 	for (auto &x : a.ctx)
 		x->take_snapshot(now);
-	status |= report(c, worker_views(a), port_reports(rt, c, a),
+	std::vector<int64_t> mbufs_out;
+	close_queues(rt, a, &mbufs_out);
+	std::vector<port_report> pr = port_reports(rt, c, a);
+	for (size_t p = 0; p < pr.size(); p++)
+		pr[p].mbufs_out = mbufs_out[p];
+	status |= report(c, worker_views(a), pr,
 			 stopped_by_signal() ? "signal" : a.ctx.size() == 1 ? a.ctx[0]->why : "every worker stopped");
 	close_ports(a);
 	return status;

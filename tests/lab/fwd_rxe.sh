@@ -109,6 +109,8 @@ for k in ("delivered", "reflected", "handed_to_driver", "tx_pkts"):
         errs.append(f"{k}: worker 0 {w0[k]}, totals {t[k]}; expected {want}")
 if t["dropped"] != 0:
     errs.append("dropped: " + str({k: v for k, v in t["drops"].items() if v}))
+if st["ports"][0].get("mbufs_out_at_close") != 0:
+    errs.append(f"mbufs out of the pool once the queues closed: {st['ports'][0].get('mbufs_out_at_close')}")
 ah = st["ports"][0]["ah_service"]
 if ah["created"] != 2:
     errs.append(f"reply AHs created on rxe: {ah['created']}, expected 2 (one per family)")

@@ -100,6 +100,8 @@ def main():
                 f"e.g. {bad[0][:3]}")
         if {g[3] for g in got} != want:
             err(f"queue {i}: the replies' payloads are not the {count} datagrams sent to worker {i}")
+    if st["ports"][0].get("mbufs_out_at_close") != 0:
+        err(f"mbufs out of the pool once the queues closed: {st['ports'][0].get('mbufs_out_at_close')}, expected 0")
     qps = {q["qpn"]: q for q in st["ports"][0]["qps"]}
     for i in (0, 1):
         q = qps.get(SENDERS[i]["our_qpn"])
@@ -109,7 +111,7 @@ def main():
         print("FAIL:", e)
     if not errors:
         print(f"ok: {layout}: 2 workers x {count} datagrams reflected; accounting closes per worker and summed; "
-              "each queue's output holds its worker's replies")
+              "each queue's output holds its worker's replies; every mbuf back in the pool")
     return 1 if errors else 0
 
 
