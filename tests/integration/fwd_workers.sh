@@ -4,7 +4,8 @@
 # -l 0,1 -- --workers 2 runs two poll threads, the main lcore one of them.
 # net_pcap opens two queues, each replaying its own capture (scapy-made,
 # gen_fwd_queues.py); QP 0x100 belongs to worker 0 and 0x101 to worker 1.
-#   own    each worker's datagrams arrive on its own queue;
+#   own    each worker's datagrams arrive on its own queue; reflected, then
+#          forwarded to one peer by a rule;
 #   cross  every datagram arrives on queue 0, worker 1's included: they
 #          reach worker 1 only through the soft driver's hand-off between
 #          queues (issue 26 item 1);
@@ -46,7 +47,29 @@ own | cross)
 	[ $rc -eq 0 ] || { echo "FAIL: rdgram-fwd exited $rc"; exit 1; }
 	grep -q "2 worker(s) on poll lcore 1 (cpu 1), 0 (cpu 0)" "$tmp/log" ||
 		{ echo "FAIL: the two workers are not lcores 1 and 0 (the main lcore last)"; exit 1; }
-	/usr/bin/python3 "$tools/check_fwd_workers.py" "$tmp/s.json" "$what" $n "$tmp"
+	/usr/bin/python3 "$tools/check_fwd_workers.py" "$tmp/s.json" "$what" $n "$tmp" || exit 1
+	[ "$what" = own ] || exit 0
+	# Forward mode: one rule to a static peer; each worker forwards what
+	# it received from its own QP on its own queue, the peer's AH created
+	# once at start-up and shared.
+	echo "--- forward"
+	cat >>"$tmp/w.toml" <<TOML
+[fwd]
+mode = "forward"
+[peers.sink]
+ip = "10.0.0.99"
+mac = "02:00:00:00:00:99"
+qpn = 0x999
+qkey = 0x1234
+[[rule]]
+to = "sink"
+TOML
+	timeout 60 "$fwd" "${eal[@]}" -- -c "$tmp/w.toml" --workers 2 --idle-exit 0.5 --stats-json "$tmp/f.json" \
+		--port "$port" >"$tmp/log" 2>&1
+	rc=$?
+	grep 'worker\|totals' "$tmp/log"
+	[ $rc -eq 0 ] || { cat "$tmp/log"; echo "FAIL: rdgram-fwd forward exited $rc"; exit 1; }
+	/usr/bin/python3 "$tools/check_fwd_workers.py" "$tmp/f.json" "$what" $n "$tmp" forward
 	exit $?
 	;;
 bad) ;;
