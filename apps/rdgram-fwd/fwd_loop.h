@@ -226,11 +226,13 @@ template <class Q> struct loop_ctx {
 
 	/* Poll thread only. */
 	uint64_t start = 0, loops = 0;
+	uint64_t stopped_at = 0; /* when run() returned; 0 while it runs */
 	const char *why = "stopped";
 
 	void take_snapshot(uint64_t now)
 	{
-		snap.elapsed_s = double(now - start) / double(rte_get_tsc_hz());
+		/* A worker that stopped ran until then, not until it is read. */
+		snap.elapsed_s = double((stopped_at != 0 ? stopped_at : now) - start) / double(rte_get_tsc_hz());
 		snap.loops = loops;
 		for (unsigned p = 0; p < nports; p++) {
 			const port_state<Q> &ps = *ports[p];
@@ -463,7 +465,8 @@ template <class Q> struct loop_ctx {
 			}
 			rte_rcu_qsbr_quiescent(qsbr, tid);
 		}
-		take_snapshot(rte_get_tsc_cycles());
+		stopped_at = rte_get_tsc_cycles();
+		take_snapshot(stopped_at);
 		done.store(true, std::memory_order_release);
 	}
 };

@@ -16,7 +16,9 @@
 #          without a QP, an unknown driver, a driver this build lacks
 #          (meson's reason; DRIVERS lists those built) or one that cannot
 #          serve rdgram-fwd (EFA in reflect mode).
-# usage: fwd_workers.sh RDGRAM_FWD own|cross|bad DRIVERS
+#   stop   worker 1 stops (idle) while worker 0 goes on (net_pcap
+#          infinite_rx); each worker's accounting closes;
+# usage: fwd_workers.sh RDGRAM_FWD own|cross|stop|bad DRIVERS
 set -u
 fwd=$1
 what=$2
@@ -72,9 +74,46 @@ TOML
 	/usr/bin/python3 "$tools/check_fwd_workers.py" "$tmp/f.json" "$what" $n "$tmp" forward
 	exit $?
 	;;
+stop)
+	# Worker 1's queue replays an empty capture and stops on --idle-exit;
+	# worker 0's replays its capture in a loop and goes on to --duration.
+	/usr/bin/python3 "$tools/gen_fwd_queues.py" "$tmp" own 50 || exit 1
+	/usr/bin/python3 -c "import struct,sys; open(sys.argv[1],'wb').write(struct.pack('<IHHiIII',0xa1b2c3d4,2,4,0,0,65535,1))" "$tmp/q1.pcap"
+	timeout 60 "$fwd" "${eal[@]}" -- -c "$tmp/w.toml" --workers 2 --idle-exit 0.5 --duration 2.5 \
+		--stats-json "$tmp/s.json" --port "net_pcap0,rx_pcap=$tmp/q0.pcap,rx_pcap=$tmp/q1.pcap,infinite_rx=1" >"$tmp/log" 2>&1
+	rc=$?
+	grep 'worker\|totals\|mbufs' "$tmp/log"
+	[ $rc -eq 0 ] || { cat "$tmp/log"; echo "FAIL: rdgram-fwd exited $rc"; exit 1; }
+	/usr/bin/python3 - "$tmp/s.json" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1]))
+w0, w1 = st["per_worker"]
+errs = []
+if w1["stopped"] != "idle" or w1["elapsed_s"] > 1.5:
+    errs.append(f"worker 1 stopped '{w1['stopped']}' after {w1['elapsed_s']:.2f} s; expected idle after about 0.5 s")
+if w0["stopped"] != "duration reached" or w0["elapsed_s"] < 2.4:
+    errs.append(f"worker 0 stopped '{w0['stopped']}' after {w0['elapsed_s']:.2f} s; expected to go on to 2.5 s")
+for i, w in enumerate((w0, w1)):
+    t = w["totals"]
+    d = t["drops"]
+    pend = sum(v for k, v in d.items() if k.startswith("pend_"))
+    if t["delivered"] != t["reflected"] or t["reflected"] != t["handed_to_driver"] + pend + t["waiting"] or \
+            t["tx_pkts"] != t["handed_to_driver"] or t["dropped"] != sum(d.values()) or t["waiting"] != 0:
+        errs.append(f"worker {i}: the accounting does not close: {t}")
+if w0["totals"]["delivered"] < 1000 or w1["totals"]["delivered"] != 0:
+    errs.append(f"delivered: worker 0 {w0['totals']['delivered']}, worker 1 {w1['totals']['delivered']}")
+for e in errs:
+    print("FAIL:", e)
+if not errs:
+    print(f"ok: worker 1 stopped idle after {w1['elapsed_s']:.2f} s, worker 0 went on to {w0['elapsed_s']:.2f} s "
+          f"and reflected {w0['totals']['reflected']}; both accountings close")
+sys.exit(1 if errs else 0)
+PY
+	exit $?
+	;;
 bad) ;;
 *)
-	echo "usage: fwd_workers.sh RDGRAM_FWD own|cross|bad DRIVERS"
+	echo "usage: fwd_workers.sh RDGRAM_FWD own|cross|stop|bad DRIVERS"
 	exit 2
 	;;
 esac
