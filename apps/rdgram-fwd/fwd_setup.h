@@ -179,6 +179,18 @@ template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &
 				fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
 				return 1;
 			}
+			/* One queue pair per worker: say so before the PMD
+			 * refuses the configuration in its own words. */
+			rte_eth_dev_info di{};
+			if (rte_eth_dev_info_get(pr->port_id, &di) == 0 &&
+			    (di.max_rx_queues < nw || di.max_tx_queues < nw)) {
+				fprintf(stderr,
+					"rdgram-fwd: port %s: --workers %u needs %u queue pairs, the port offers %u RX and "
+					"%u TX (PMD %s; net_pcap opens one queue per rx_pcap= and tx_pcap=)\n",
+					c.ports[p].name.c_str(), nw, nw, unsigned(di.max_rx_queues),
+					unsigned(di.max_tx_queues), di.driver_name ? di.driver_name : "?");
+				return 2;
+			}
 		}
 		ports.push_back(std::move(pr));
 	}

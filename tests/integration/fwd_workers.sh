@@ -119,6 +119,7 @@ bad) ;;
 esac
 
 fail=0
+/usr/bin/python3 "$tools/gen_fwd_queues.py" "$tmp" own 4 || exit 1
 # bad_case NAME WANT_RC PATTERN CONFIG_TEXT ARGS...: one rdgram-fwd line on
 # stderr, matching PATTERN, and exit WANT_RC.
 bad_case() {
@@ -153,6 +154,12 @@ bad_case "a worker without a QP" 2 "worker 1 owns no QP" '[[port]]
 device = "net_null0"
 addresses = ["10.0.0.1"]
 qps = [{ qpn = 0x100 }]' --workers 2
+bad_case "a port with fewer queues than workers" 2 "port p0: --workers 2 needs 2 queue pairs, the port offers 1 RX" \
+	"[[port]]
+name = \"p0\"
+device = \"net_pcap0,rx_pcap=$tmp/q0.pcap,tx_pcap=$tmp/o0.pcap\"
+addresses = [\"10.0.0.1\"]
+qps = [{ qpn = 0x100 }, { qpn = 0x101 }]" --workers 2
 bad_case "unknown driver" 2 'unknown driver "ibverbs"' "$three" --driver ibverbs
 bad_case "[fwd] driver unknown" 2 'unknown driver "rxe"' '[fwd]
 driver = "rxe"'
