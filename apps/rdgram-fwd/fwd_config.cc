@@ -3,6 +3,7 @@
  */
 #include "fwd_config.h"
 
+#include <cstdio>
 #include <set>
 
 #include "rdgram/config.h"
@@ -66,13 +67,16 @@ void load_port(table_reader t, port_config &p)
 				q.fail("qpn", "a QP number from 2 to 0xffffff");
 			qc.qpn = uint32_t(q.get_int("qpn", 0, 2, 0xffffff));
 			qc.qkey = get_qkey(q, "qkey", 0x11111111);
+			qc.worker = int(q.get_int("worker", -1, 0, 255));
 			if (!seen.insert(qc.qpn).second)
 				q.fail("qpn", "a QP number not used twice on the port");
 			q.finish();
 			p.qps.push_back(qc);
 		}
-		if (p.qps.empty() || p.qps.size() > 8)
-			t.fail("qps", "1 to 8 QPs (the soft driver's per-queue limit)");
+		/* At most 8 per worker (the soft driver's per-queue limit):
+		 * check_fwd_config, once the workers are known. */
+		if (p.qps.empty() || p.qps.size() > 8 * 64)
+			t.fail("qps", "1 to 512 QPs (8 per worker: the soft driver's per-queue limit)");
 	}
 	t.finish();
 }
@@ -107,6 +111,8 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 	toml::table root = parse_config_file(path);
 	table_reader r(root, "", path);
 	if (auto t = r.get_table("fwd")) {
+		c.driver = t->get_string("driver", c.driver);
+		c.workers = unsigned(t->get_int("workers", c.workers, 1, 64));
 		c.mode = t->get_enum("mode", c.mode, {"reflect", "forward"});
 		c.duration_s = t->get_double("duration", c.duration_s, 0, 1e9);
 		c.max_packets = uint64_t(t->get_int("max_packets", int64_t(c.max_packets), 0, INT64_MAX));
@@ -117,6 +123,13 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 		c.pending_per_dest = uint32_t(t->get_int("pending_per_destination", c.pending_per_dest, 1, 1 << 24));
 		c.pending_total = uint32_t(t->get_int("pending_total", c.pending_total, 1, 1 << 24));
 		c.pending_timeout_ms = uint32_t(t->get_int("pending_timeout_ms", c.pending_timeout_ms, 1, 3600000));
+		t->finish();
+	}
+	if (auto t = r.get_table("rdma")) {
+		c.rdma.device = t->get_string("device", c.rdma.device);
+		c.rdma.port = uint8_t(t->get_int("port", c.rdma.port, 1, 255));
+		c.rdma.gid_index = uint8_t(t->get_int("gid_index", c.rdma.gid_index, 0, 255));
+		c.rdma.qkey = get_qkey(*t, "qkey", c.rdma.qkey);
 		t->finish();
 	}
 	if (auto t = r.get_table("eal")) {
@@ -189,6 +202,26 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 
 void check_fwd_config(const fwd_config &c)
 {
+	if (c.workers == 0 || c.workers > 64)
+		throw config_error("--workers " + std::to_string(c.workers) + ": 1 to 64");
+	if (c.driver != "soft") {
+		/* The RDMA drivers: one device ([rdma]), one QP per worker that
+		 * the device numbers; [[port]] describes a DPDK port. */
+		if (!c.ports.empty())
+			throw config_error("driver " + c.driver +
+					   " serves the [rdma] device: [[port]] and --port are the soft driver's");
+		for (const auto &pe : c.peers) {
+			if (pe.mac)
+				throw config_error("peer '" + pe.name + "': mac is the soft driver's static neighbour; driver " +
+						   c.driver + " resolves it in the provider");
+			if (!pe.port.empty())
+				throw config_error("peer '" + pe.name + "': port names a [[port]]; driver " + c.driver +
+						   " has the one [rdma] device");
+		}
+		if (c.mode == "forward" && c.rules.empty())
+			throw config_error("mode forward needs at least one [[rule]] (and its [peers.NAME])");
+		return;
+	}
 	if (c.ports.empty())
 		throw config_error("no port: give [[port]] in the config or --port DEVARGS");
 	for (const auto &p : c.ports) {
@@ -198,6 +231,31 @@ void check_fwd_config(const fwd_config &c)
 			throw config_error("port '" + p.name + "' has no addresses");
 		if (p.qps.empty())
 			throw config_error("port '" + p.name + "' has no qps");
+		/* Each worker polls queue w of the port and owns the QPs placed
+		 * there: a QP on a queue nobody polls would never be served, and
+		 * a worker without a QP on a port could not send from it. */
+		std::vector<unsigned> per(c.workers, 0);
+		for (size_t k = 0; k < p.qps.size(); k++) {
+			const qp_config &q = p.qps[k];
+			if (q.worker >= int(c.workers)) {
+				char b[32];
+				snprintf(b, sizeof(b), "0x%x", q.qpn);
+				throw config_error("port '" + p.name + "': QP " + b + " is placed on worker " +
+						   std::to_string(q.worker) + " (queue " + std::to_string(q.worker) +
+						   "), which no poll thread serves: " + std::to_string(c.workers) +
+						   " worker(s), 0 to " + std::to_string(c.workers - 1));
+			}
+			per[q.worker >= 0 ? unsigned(q.worker) : unsigned(k % c.workers)]++;
+		}
+		for (unsigned w = 0; w < c.workers; w++) {
+			if (per[w] == 0)
+				throw config_error("port '" + p.name + "': worker " + std::to_string(w) +
+						   " owns no QP (" + std::to_string(c.workers) + " workers, " +
+						   std::to_string(p.qps.size()) + " QP(s)): give each worker at least one");
+			if (per[w] > 8)
+				throw config_error("port '" + p.name + "': worker " + std::to_string(w) + " owns " +
+						   std::to_string(per[w]) + " QPs; the soft driver serves 8 per queue");
+		}
 	}
 	if (c.mode == "forward" && c.rules.empty())
 		throw config_error("mode forward needs at least one [[rule]] (and its [peers.NAME])");
@@ -213,6 +271,13 @@ void check_fwd_config(const fwd_config &c)
 							   "' has no address of the peer's IP family");
 				break;
 			}
+}
+
+/* The worker that owns QP k of port p. */
+unsigned qp_worker(const port_config &p, size_t k, unsigned workers)
+{
+	const int w = p.qps[k].worker;
+	return w >= 0 ? unsigned(w) : unsigned(k % workers);
 }
 
 } // namespace rdgram::fwd

@@ -23,6 +23,9 @@ namespace rdgram::fwd {
 struct qp_config {
 	uint32_t qpn;
 	uint32_t qkey;
+	/* The worker (= the port's queue) that owns it; -1: QP k of the port
+	 * goes to worker k mod workers. */
+	int worker = -1;
 };
 
 struct neigh_config {
@@ -64,7 +67,24 @@ struct rule_config {
 	std::optional<uint32_t> rewrite_qkey;
 };
 
+/* The RDMA device of the verbs, mlx5 and efa drivers: the keys of
+ * rdgram-perf's [rdma] table. Each worker gets one UD QP of its own on it
+ * (the device numbers it), with this Q_Key. */
+struct rdma_config {
+	std::string device;     /* ibv device name; "": the first usable one */
+	uint8_t port = 1;       /* physical port */
+	uint8_t gid_index = 0;  /* sgid_index of the peers' AHs (forward mode) */
+	uint32_t qkey = 0x11111111;
+};
+
 struct fwd_config {
+	/* The driver, named once: soft, verbs, mlx5 or efa (apps/common/
+	 * driver.h). soft: the [[port]]s; the others: [rdma]. */
+	std::string driver = "soft";
+	/* Poll threads: each owns queue i of every port (soft: the port opens
+	 * `workers` queues) and its share of the QPs. */
+	unsigned workers = 1;
+	rdma_config rdma;
 	std::string mode = "reflect"; /* reflect | forward */
 	double duration_s = 0;        /* 0: until a signal */
 	uint64_t max_packets = 0;     /* 0: no limit */
@@ -87,6 +107,9 @@ void load_fwd_config(const std::string &path, fwd_config &cfg);
 /* Cross-checks that need the whole config (after CLI overrides); throws
  * config_error. */
 void check_fwd_config(const fwd_config &cfg);
+/* The worker that owns QP k of port p: its `worker` key, else k mod
+ * workers. */
+unsigned qp_worker(const port_config &p, size_t k, unsigned workers);
 
 } // namespace rdgram::fwd
 

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * rdgram-fwd's poll loop: one poll lcore runs every port to completion.
+ * rdgram-fwd's poll loop, templated on the driver's queue type (Q:
+ * soft_queue, verbs_queue, mlx5_queue, efa_queue; apps/common/driver.h):
+ * each worker (poll lcore) runs its own queue of every port to completion,
+ * with its own QPs, reply paths, rule hits and counters (loop_ctx<Q>).
  *
  *   rx_burst (soft driver: malformed frames counted by reason, ARP/ND to the
  *             control thread)
@@ -35,15 +38,18 @@
 #include <rte_rcu_qsbr.h>
 
 #include "rdgram/ah_service.h"
+#include "rdgram/stats.h"
 #include "soft_device.h"
 
 namespace rdgram::fwd {
 
 inline constexpr unsigned max_ports = 8;
-inline constexpr unsigned max_qps = soft::soft_queue::max_qps;
+inline constexpr unsigned max_qps = soft::soft_queue::max_qps; /* per worker and port */
 inline constexpr unsigned max_rules = 64;
 inline constexpr unsigned max_peers = 64;
-inline constexpr unsigned burst = soft::soft_queue::max_burst;
+inline constexpr unsigned max_workers = 64;
+inline constexpr unsigned burst = 32;
+inline constexpr unsigned max_drv_counters = 64;
 /* Send Q_Key with the high bit set: the sending QP's own (IBA 10.2.5). */
 inline constexpr uint32_t qkey_of_qp = 0x80000000u;
 
@@ -63,11 +69,22 @@ struct qp_app_counters {
 #undef X
 };
 
-/* One port as the poll thread owns it. The ah_clients are per local QP: a
- * client's waiting messages are sent later from its poll(), so each QP gets
- * its own and the source QPN of a late reply is still the right one. */
-struct port_state {
-	soft::soft_queue q;
+/* Sends from local QP i of q: the soft queue carries several QPs and sends
+ * from the one selected; a hardware queue is one QP. */
+template <class Q> inline void select_qp(Q &q, unsigned i)
+{
+	if constexpr (requires { q.select_send_qp(i); })
+		q.select_send_qp(i);
+	else
+		(void)i;
+}
+
+/* One port's queue as its worker owns it. The ah_clients are per local QP:
+ * a client's waiting messages are sent later from its poll(), so each QP
+ * gets its own and the source QPN of a late reply is still the right one. */
+template <class Q> struct port_state {
+	static_assert(Q::max_burst >= burst, "the loop's bursts must fit the driver's");
+	Q q;
 	ah_client cl[max_qps];
 	uint32_t qpn[max_qps];
 	uint32_t qkey[max_qps];
@@ -98,12 +115,56 @@ struct rule_state {
 	unsigned peer;
 };
 
-/* What the main thread reads: a copy taken by the poll thread. */
+/* A queue's driver counters as the report reads them, whatever the
+ * driver: its name table and the values in that order. */
+struct drv_snap {
+	const xstat_name *names = nullptr;
+	unsigned count = 0;
+	uint64_t v[max_drv_counters]{};
+
+	template <class C> void take(const C &c)
+	{
+		static_assert(C::xstat_count <= max_drv_counters, "max_drv_counters");
+		names = C::xstat_names;
+		count = C::xstat_count;
+		c.xstat_values(v);
+	}
+	/* A counter by name; 0 for one this driver does not have (a verbs
+	 * queue hands no frame to a control thread). */
+	uint64_t get(const char *name) const
+	{
+		for (unsigned i = 0; i < count; i++)
+			if (strcmp(names[i].name, name) == 0)
+				return v[i];
+		return 0;
+	}
+	uint64_t rx_drops() const { return names ? xstat_drops(names, v, count, drop_side::rx) : 0; }
+	template <class F> void for_each(F &&f) const
+	{
+		for (unsigned i = 0; i < count; i++)
+			f(names[i], v[i]);
+	}
+	drv_snap &operator+=(const drv_snap &o)
+	{
+		if (names == nullptr) {
+			*this = o;
+			return *this;
+		}
+		for (unsigned i = 0; i < count && i < o.count; i++)
+			v[i] += o.v[i];
+		return *this;
+	}
+};
+
+/* What the main thread reads of one worker: a copy its poll thread took. */
 struct snapshot {
 	double elapsed_s;
 	uint64_t loops;
 	struct port_snap {
-		soft::soft_counters drv;
+		drv_snap drv;
+		unsigned nqp;
+		uint32_t qpn[max_qps];
+		uint32_t qkey[max_qps];
 		qp_app_counters qc[max_qps];
 		ah_client_counters reply[max_qps];
 		uint32_t waiting;
@@ -111,9 +172,39 @@ struct snapshot {
 	uint64_t rule_hits[max_rules];
 };
 
-struct loop_ctx {
+/* What the workers share: the run's packet budget (--max-packets), claimed
+ * a burst at a time. */
+struct shared_budget {
+	uint64_t max = 0; /* 0: none */
+	std::atomic<uint64_t> claimed{0};
+
+	/* Up to want of the budget for one rx_burst. (Multi-thread safe.) */
+	uint16_t claim(uint16_t want)
+	{
+		if (max == 0)
+			return want;
+		uint64_t cur = claimed.load(std::memory_order_relaxed);
+		uint16_t take;
+		do {
+			take = cur >= max ? 0 : uint16_t(max - cur < want ? max - cur : want);
+			if (take == 0)
+				return 0;
+		} while (!claimed.compare_exchange_weak(cur, cur + take, std::memory_order_relaxed));
+		return take;
+	}
+	/* Gives back what a burst did not use. */
+	void unclaim(uint16_t n)
+	{
+		if (max != 0 && n != 0)
+			claimed.fetch_sub(n, std::memory_order_relaxed);
+	}
+	bool spent() const { return max != 0 && claimed.load(std::memory_order_relaxed) >= max; }
+};
+
+template <class Q> struct loop_ctx {
 	/* Set up by main before launch. */
-	port_state *ports[max_ports]{};
+	unsigned worker = 0;
+	port_state<Q> *ports[max_ports]{};
 	unsigned nports = 0;
 	bool reflect = true;
 	peer_state peers[max_peers]{};
@@ -122,7 +213,7 @@ struct loop_ctx {
 	unsigned nrules = 0;
 	uint64_t rule_hits[max_rules]{};
 	rte_rcu_qsbr *qsbr = nullptr;
-	uint64_t max_packets = 0;   /* 0: none */
+	shared_budget *budget = nullptr;
 	uint64_t duration_cyc = 0;  /* 0: none */
 	uint64_t idle_cyc = 0;      /* 0: never */
 	uint64_t drain_cyc = 0;     /* after the loop: waiting replies */
@@ -134,18 +225,23 @@ struct loop_ctx {
 	snapshot snap{};
 
 	/* Poll thread only. */
-	uint64_t start = 0, loops = 0, delivered = 0;
+	uint64_t start = 0, loops = 0;
+	uint64_t stopped_at = 0; /* when run() returned; 0 while it runs */
 	const char *why = "stopped";
 
 	void take_snapshot(uint64_t now)
 	{
-		snap.elapsed_s = double(now - start) / double(rte_get_tsc_hz());
+		/* A worker that stopped ran until then, not until it is read. */
+		snap.elapsed_s = double((stopped_at != 0 ? stopped_at : now) - start) / double(rte_get_tsc_hz());
 		snap.loops = loops;
 		for (unsigned p = 0; p < nports; p++) {
-			const port_state &ps = *ports[p];
-			snap.port[p].drv = ps.q.counters();
+			const port_state<Q> &ps = *ports[p];
+			snap.port[p].drv.take(ps.q.counters());
 			snap.port[p].waiting = 0;
+			snap.port[p].nqp = ps.nqp;
 			for (unsigned i = 0; i < ps.nqp; i++) {
+				snap.port[p].qpn[i] = ps.qpn[i];
+				snap.port[p].qkey[i] = ps.qkey[i];
 				snap.port[p].qc[i] = ps.qc[i];
 				snap.port[p].reply[i] = ps.cl[i].counters();
 				snap.port[p].waiting += ps.cl[i].waiting_messages();
@@ -160,8 +256,10 @@ struct loop_ctx {
 	{
 		uint64_t n = 0;
 		for (unsigned p = 0; p < nports; p++) {
-			const soft::soft_counters &k = ports[p]->q.counters();
-			n += k.rx_pkts + k.rx_to_control + k.rx_drops();
+			const auto &k = ports[p]->q.counters();
+			n += k.rx_pkts + k.rx_drops();
+			if constexpr (requires { k.rx_to_control; })
+				n += k.rx_to_control;
 		}
 		return n;
 	}
@@ -180,10 +278,10 @@ struct loop_ctx {
 	/* Sends wrs (to keys) from QP sq of egress port e; what the driver
 	 * does not take after one flush is freed and counted against the
 	 * receiving QP's tx_full. */
-	static void send(port_state &e, unsigned sq, const ah_key *keys, send_wr *wrs, uint16_t n,
+	static void send(port_state<Q> &e, unsigned sq, const ah_key *keys, send_wr *wrs, uint16_t n,
 			 uint64_t now, qp_app_counters &from)
 	{
-		e.q.select_send_qp(sq);
+		select_qp(e.q, sq);
 		uint16_t s = e.cl[sq].send_burst(e.q, keys, wrs, n, now);
 		if (unlikely(s < n)) {
 			e.q.tx_flush();
@@ -204,7 +302,7 @@ struct loop_ctx {
 			       uint16_t(imm ? send_imm : 0)};
 	}
 
-	void reflect_burst(port_state &ps, recv_wc *wcs, const uint8_t *qi, uint16_t n, uint64_t now)
+	void reflect_burst(port_state<Q> &ps, recv_wc *wcs, const uint8_t *qi, uint16_t n, uint64_t now)
 	{
 		for (unsigned i = 0; i < ps.nqp; i++) {
 			ah_key keys[burst];
@@ -230,7 +328,7 @@ struct loop_ctx {
 
 	void forward_burst(unsigned pi, recv_wc *wcs, const uint8_t *qi, uint16_t n, uint64_t now)
 	{
-		port_state &ps = *ports[pi];
+		port_state<Q> &ps = *ports[pi];
 		for (unsigned i = 0; i < ps.nqp; i++) {
 			ah_key keys[max_ports][burst];
 			send_wr wrs[max_ports][burst];
@@ -269,10 +367,49 @@ struct loop_ctx {
 					continue;
 				ps.qc[i].forwarded += k[e];
 				/* Same port: from the receiving QP; another port: from
-				 * its first QP. */
+				 * this worker's first QP there. */
 				send(*ports[e], e == pi ? i : 0, keys[e], wrs[e], k[e], now, ps.qc[i]);
 			}
 		}
+	}
+
+	/* One pass over every port: answers from the control thread, one
+	 * rx_burst, reflect or forward, tx_flush, the quiescent state. Returns
+	 * the completions received. (Poll thread; run's body, and a test's
+	 * step against a device model.) */
+	unsigned poll_once(uint64_t now, unsigned tid)
+	{
+		unsigned got = 0;
+		loops++;
+		for (unsigned p = 0; p < nports; p++) {
+			port_state<Q> &ps = *ports[p];
+			for (unsigned i = 0; i < ps.nqp; i++) {
+				select_qp(ps.q, i);
+				ps.cl[i].poll(ps.q, now);
+			}
+			const uint16_t want = budget->claim(uint16_t(burst));
+			recv_wc wcs[burst];
+			const uint16_t n = want != 0 ? ps.q.rx_burst(wcs, want) : 0;
+			budget->unclaim(uint16_t(want - n));
+			if (n != 0) {
+				uint8_t qi[burst];
+				for (uint16_t j = 0; j < n; j++) {
+					const unsigned i = ps.qp_index(wcs[j].qp_num);
+					qi[j] = uint8_t(i);
+					ps.qc[i].rx++;
+					ps.qc[i].rx_bytes += wcs[j].byte_len - wire::grh_len;
+				}
+				if (reflect)
+					reflect_burst(ps, wcs, qi, n, now);
+				else
+					forward_burst(p, wcs, qi, n, now);
+				got += n;
+			}
+		}
+		for (unsigned p = 0; p < nports; p++)
+			ports[p]->q.tx_flush();
+		rte_rcu_qsbr_quiescent(qsbr, tid);
+		return got;
 	}
 
 	/* The poll thread's body. */
@@ -284,36 +421,7 @@ struct loop_ctx {
 		uint32_t acked = snap_ack.load(std::memory_order_relaxed);
 		for (;;) {
 			const uint64_t now = rte_get_tsc_cycles();
-			loops++;
-			for (unsigned p = 0; p < nports; p++) {
-				port_state &ps = *ports[p];
-				for (unsigned i = 0; i < ps.nqp; i++) {
-					ps.q.select_send_qp(i);
-					ps.cl[i].poll(ps.q, now);
-				}
-				uint16_t want = burst;
-				if (max_packets != 0 && max_packets - delivered < want)
-					want = uint16_t(max_packets - delivered);
-				recv_wc wcs[burst];
-				const uint16_t n = want != 0 ? ps.q.rx_burst(wcs, want) : 0;
-				if (n != 0) {
-					uint8_t qi[burst];
-					delivered += n;
-					for (uint16_t j = 0; j < n; j++) {
-						const unsigned i = ps.qp_index(wcs[j].qp_num);
-						qi[j] = uint8_t(i);
-						ps.qc[i].rx++;
-						ps.qc[i].rx_bytes += wcs[j].byte_len - wire::grh_len;
-					}
-					if (reflect)
-						reflect_burst(ps, wcs, qi, n, now);
-					else
-						forward_burst(p, wcs, qi, n, now);
-				}
-			}
-			for (unsigned p = 0; p < nports; p++)
-				ports[p]->q.tx_flush();
-			rte_rcu_qsbr_quiescent(qsbr, tid);
+			poll_once(now, tid);
 
 			const uint32_t req = snap_req.load(std::memory_order_acquire);
 			if (unlikely(req != acked)) {
@@ -327,7 +435,7 @@ struct loop_ctx {
 				why = "duration reached";
 				break;
 			}
-			if (max_packets != 0 && delivered >= max_packets && idle_now()) {
+			if (budget->spent() && idle_now()) {
 				why = "max packets reached";
 				break;
 			}
@@ -348,16 +456,17 @@ struct loop_ctx {
 		while (!idle_now() && rte_get_tsc_cycles() < dend) {
 			const uint64_t now = rte_get_tsc_cycles();
 			for (unsigned p = 0; p < nports; p++) {
-				port_state &ps = *ports[p];
+				port_state<Q> &ps = *ports[p];
 				for (unsigned i = 0; i < ps.nqp; i++) {
-					ps.q.select_send_qp(i);
+					select_qp(ps.q, i);
 					ps.cl[i].poll(ps.q, now);
 				}
 				ps.q.tx_flush();
 			}
 			rte_rcu_qsbr_quiescent(qsbr, tid);
 		}
-		take_snapshot(rte_get_tsc_cycles());
+		stopped_at = rte_get_tsc_cycles();
+		take_snapshot(stopped_at);
 		done.store(true, std::memory_order_release);
 	}
 };
