@@ -20,6 +20,10 @@ using u64 = unsigned long long;
 /* Totals over every port and QP, drops keyed by reason. */
 struct totals {
 	uint64_t frames = 0, delivered = 0, to_control = 0, reflected = 0, forwarded = 0;
+	/* Steering between the workers' queues (soft, drivers/soft/soft_steer.h):
+	 * frames this worker's queues handed to another worker's, those it
+	 * took from the others, and group copies it made. */
+	uint64_t handed_out = 0, handed_in = 0, copies = 0;
 	uint64_t sent = 0, tx_pkts = 0, waiting = 0, dropped = 0;
 	std::map<std::string, uint64_t> drops;
 };
@@ -34,7 +38,14 @@ void add(totals &t, const fwd_config &c, const snapshot &s)
 	for (size_t p = 0; p < c.ports.size(); p++) {
 		const auto &ps = s.port[p];
 		const uint64_t to_control = ps.drv.get("rx_to_control");
-		t.frames += ps.drv.get("rx_pkts") + to_control + ps.drv.rx_drops();
+		const uint64_t out = ps.drv.get("rx_handoff_out"), in = ps.drv.get("rx_handoff_in");
+		const uint64_t copies = ps.drv.get("rx_group_copies");
+		/* What the queue took from the port: its own work, plus what it
+		 * handed on, less what others handed it and its own copies. */
+		t.frames += ps.drv.get("rx_pkts") + to_control + ps.drv.rx_drops() + out - in - copies;
+		t.handed_out += out;
+		t.handed_in += in;
+		t.copies += copies;
 		t.delivered += ps.drv.get("rx_pkts");
 		t.to_control += to_control;
 		t.tx_pkts += ps.drv.get("tx_pkts");
@@ -101,10 +112,11 @@ void json_totals(FILE *f, const totals &t, const char *indent)
 {
 	fprintf(f,
 		"{\"frames_received\": %llu, \"delivered\": %llu, \"to_control\": %llu, "
+		"\"handed_out\": %llu, \"handed_in\": %llu, \"group_copies\": %llu, "
 		"\"reflected\": %llu, \"forwarded\": %llu, \"handed_to_driver\": %llu, \"tx_pkts\": %llu, "
 		"\"waiting\": %llu, \"dropped\": %llu,\n%s\"drops\": {",
-		u64(t.frames), u64(t.delivered), u64(t.to_control), u64(t.reflected), u64(t.forwarded), u64(t.sent),
-		u64(t.tx_pkts), u64(t.waiting), u64(t.dropped), indent);
+		u64(t.frames), u64(t.delivered), u64(t.to_control), u64(t.handed_out), u64(t.handed_in), u64(t.copies),
+		u64(t.reflected), u64(t.forwarded), u64(t.sent), u64(t.tx_pkts), u64(t.waiting), u64(t.dropped), indent);
 	bool first = true;
 	for (const auto &[k, v] : t.drops) {
 		fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", k.c_str(), u64(v));
@@ -314,10 +326,11 @@ void print_table(FILE *f, const fwd_config &c, const std::vector<worker_view> &w
 	}
 	auto line = [&](const char *who, const totals &t) {
 		fprintf(f,
-			" %s: frames %llu = delivered %llu + to control %llu + driver RX drops; delivered -> "
+			" %s: frames %llu = delivered %llu + to control %llu + driver RX drops + handed to other "
+			"workers %llu - handed in %llu - group copies %llu; delivered -> "
 			"reflected %llu, forwarded %llu; sent %llu, waiting %llu; dropped %llu\n",
-			who, u64(t.frames), u64(t.delivered), u64(t.to_control), u64(t.reflected), u64(t.forwarded),
-			u64(t.tx_pkts), u64(t.waiting), u64(t.dropped));
+			who, u64(t.frames), u64(t.delivered), u64(t.to_control), u64(t.handed_out), u64(t.handed_in),
+			u64(t.copies), u64(t.reflected), u64(t.forwarded), u64(t.tx_pkts), u64(t.waiting), u64(t.dropped));
 	};
 	if (w.size() > 1)
 		for (size_t wi = 0; wi < w.size(); wi++) {

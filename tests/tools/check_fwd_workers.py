@@ -38,8 +38,9 @@ def closes(who, t):
     pend = sum(v for k, v in drops.items() if k.startswith("pend_"))
     app = sum(drops.get(k, 0) for k in APP_DROPS)
     checks = [
-        ("frames = delivered + to control + driver RX drops", t["frames_received"],
-         t["delivered"] + t["to_control"] + rx_drops),
+        ("frames from the port = delivered + to control + driver RX drops + handed out - handed in - copies",
+         t["frames_received"],
+         t["delivered"] + t["to_control"] + rx_drops + t["handed_out"] - t["handed_in"] - t["group_copies"]),
         ("delivered = reflected + forwarded + app drops", t["delivered"], t["reflected"] + t["forwarded"] + app),
         ("reflected + forwarded = handed to driver + pending drops + tx_full + waiting",
          t["reflected"] + t["forwarded"], t["handed_to_driver"] + pend + drops.get("tx_full", 0) + t["waiting"]),
@@ -80,7 +81,7 @@ def main():
     for i, wk in enumerate(w):
         closes(f"worker {i}", wk["totals"])
     for k in ("frames_received", "delivered", "to_control", "reflected", "forwarded", "handed_to_driver",
-              "tx_pkts", "waiting", "dropped"):
+              "tx_pkts", "waiting", "dropped", "handed_out", "handed_in"):
         s = sum(wk["totals"][k] for wk in w)
         if s != tot[k]:
             err(f"sum over workers of {k} = {s}, totals say {tot[k]}")
@@ -112,6 +113,15 @@ def main():
                 f"e.g. {bad[0][:3]} Q_Key {bad[0][4]:#x}")
         if {g[3] for g in got} != want:
             err(f"queue {i}: the replies' payloads are not the {count} datagrams sent to worker {i}")
+    # Every datagram that landed on the other worker's queue was handed
+    # over once, and only those.
+    if tot["handed_out"] != tot["handed_in"]:
+        err(f"handed out {tot['handed_out']} != handed in {tot['handed_in']}")
+    if layout == "cross" and (w[0]["totals"]["handed_out"] != count or w[1]["totals"]["handed_in"] != count):
+        err(f"hand-offs: worker 0 out {w[0]['totals']['handed_out']}, worker 1 in {w[1]['totals']['handed_in']}; "
+            f"expected {count}")
+    if layout != "cross" and tot["handed_out"] != 0:
+        err(f"{tot['handed_out']} hand-offs where every datagram landed on its worker's queue")
     if st["ports"][0].get("mbufs_out_at_close") != 0:
         err(f"mbufs out of the pool once the queues closed: {st['ports'][0].get('mbufs_out_at_close')}, expected 0")
     qps = {q["qpn"]: q for q in st["ports"][0]["qps"]}
