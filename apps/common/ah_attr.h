@@ -5,7 +5,7 @@
  * its GID (RoCE v2, every driver here): a GRH, port 1 (rdgram numbers a
  * device's one port 1), source GID index, hop limit and flow label as
  * asked; ibv_create_ah(3). rdgram-perf's verbs and mlx5 side builds its
- * own (perf_rdma.cc): on InfiniBand it addresses by LID without a GRH.
+ * own (perf_main.cc): on InfiniBand it addresses by LID without a GRH.
  */
 #ifndef RDGRAM_APPS_AH_ATTR_H
 #define RDGRAM_APPS_AH_ATTR_H

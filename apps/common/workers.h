@@ -10,7 +10,9 @@
  * that `-l 0,1 -- --workers 2` runs two poll threads on a 2-CPU machine.
  * When the main lcore is a worker, the main thread's own duties (signals,
  * periodic reports: the app's watch) move to a plain thread of the process
- * for the run, unpinned (it sleeps between reports).
+ * for the run. It inherits the main thread's CPU set (with -l 0,1 on a
+ * 2-CPU machine: CPU 0, with the main lcore's worker and the control
+ * thread) and sleeps between reports.
  * (Main thread; NOT thread safe.)
  */
 #ifndef RDGRAM_APPS_WORKERS_H
