@@ -36,6 +36,7 @@
 
 #include <rte_cycles.h>
 
+#include "app_start.h"
 #include "ah_app.h"
 #include "ah_host.h"
 #include "ah_report.h"
@@ -162,24 +163,10 @@ int main(int argc, char **argv)
 	const ah_dests dests = plan_dests(c, ins.parsed(), sto.parsed(), storm_n);
 
 	runtime rt;
-	int init_rc;
-	{
-		telemetry::private_umask um; /* runtime dir and socket owner-only */
-		init_rc = rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0]);
-	}
-	if (init_rc != 0) {
-		fprintf(stderr, "rdgram-ah: %s\n", rt.error().c_str());
-		return 1;
-	}
-	telemetry::register_log_types();
+	if (int rc = apps::start_runtime(rt, {.app = "rdgram-ah", .eal = sa.eal_given ? sa.eal : c.eal_args, .argv0 = argv[0]});
+	    rc != 0)
+		return rc;
 	int status = 0;
-	{
-		std::string err;
-		if (int rc = telemetry::secure_socket(&err); rc != 0 && rc != ENOENT) {
-			fprintf(stderr, "rdgram-ah: %s\n", err.c_str());
-			status = 1;
-		}
-	}
 	{
 	host h(rt, c);
 	std::vector<lcore_cpu> lcores;

@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "app_start.h"
 #include "cli.h"
 #include "coll_config.h"
 #include "coll_job.h"
@@ -175,10 +176,8 @@ int main(int argc, char **argv)
 		return rc;
 
 	runtime rt;
-	if (rt.init(k.eal, argv[0]) != 0) {
-		fprintf(stderr, "rdgram-coll: %s\n", rt.error().c_str());
-		return 1;
-	}
+	if (int rc = apps::start_runtime(rt, {.app = "rdgram-coll", .eal = k.eal, .argv0 = argv[0]}); rc != 0)
+		return rc;
 	/* The driver, picked once: the job is compiled for each built
 	 * driver's queue type and this runs one of them. */
 	const int status = apps::with_driver(drv, [&](auto tag) {

@@ -18,6 +18,7 @@
 
 #include <rte_cycles.h>
 
+#include "app_start.h"
 #include "cli.h"
 #include "driver.h"
 #include "fwd_config.h"
@@ -176,10 +177,10 @@ int main(int argc, char **argv)
 	}
 
 	runtime rt;
-	if (rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0]) != 0) {
-		fprintf(stderr, "rdgram-fwd: %s\n", rt.error().c_str());
-		return 1;
-	}
+	if (int rc = apps::start_runtime(rt, {.app = "rdgram-fwd", .eal = sa.eal_given ? sa.eal : c.eal_args,
+					      .argv0 = argv[0]});
+	    rc != 0)
+		return rc;
 	const int status = apps::with_driver(kind, [&](auto tag) {
 		using Dev = typename decltype(tag)::type;
 		return run_app<Dev>(rt, c);

@@ -37,6 +37,7 @@
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
+#include "app_start.h"
 #include "driver.h"
 #include "mcast.h"
 #include "mcast_engine.h"
@@ -254,25 +255,10 @@ int main(int argc, char **argv)
 	}
 
 	runtime rt;
-	int init_rc;
-	{
-		/* The runtime directory and telemetry socket owner-only, as in
-		 * rdgram-perf. */
-		telemetry::private_umask um;
-		init_rc = rt.init(sa.eal_given ? sa.eal : c.eal_args, argv[0]);
-	}
-	if (init_rc != 0) {
-		fprintf(stderr, "rdgram-mcast: %s\n", rt.error().c_str());
-		return 1;
-	}
-	{
-		std::string err;
-		if (int rc = telemetry::secure_socket(&err); rc != 0 && rc != ENOENT) {
-			fprintf(stderr, "rdgram-mcast: %s\n", err.c_str());
-			rt.fini();
-			return 1;
-		}
-	}
+	if (int rc = apps::start_runtime(rt, {.app = "rdgram-mcast", .eal = sa.eal_given ? sa.eal : c.eal_args,
+					      .argv0 = argv[0]});
+	    rc != 0)
+		return rc;
 	std::vector<lcore_cpu> lcores;
 	{
 		std::string err;

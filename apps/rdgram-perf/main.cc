@@ -23,6 +23,7 @@
 
 #include <rte_cycles.h>
 
+#include "app_start.h"
 #include "perf_cli.h"
 #include "perf_main.h"
 #include "perf_tests.h"
@@ -42,27 +43,14 @@ void on_stop_signal(int) { perf_stop.store(true, std::memory_order_relaxed); }
 int start_runtime(runtime &rt, const perf_options &o, const char *argv0)
 {
 	const perf_config &c = o.c;
-	rt.set_verbose(o.verbose);
 	const std::string &lc = c.mode == "server" ? c.server.lcores : c.mode == "client" ? c.client.lcores : "";
-	int init_rc;
-	{
-		/* The runtime directory and the telemetry socket are born
-		 * owner-only (docs/SECURITY.md), then chmod-ed to be sure. */
-		telemetry::private_umask um;
-		init_rc = rt.init(o.sa.eal_given ? o.sa.eal : c.eal_args, argv0, lc);
-	}
-	if (init_rc != 0) {
-		fprintf(stderr, "rdgram-perf: %s\n", rt.error().c_str());
-		return 1;
-	}
-	telemetry::register_log_types();
-	rt.ctl().set_max_nap(long(c.ctl_max_nap_us) * 1000); /* range checked by the parsers */
-	std::string err;
-	if (int rc = telemetry::secure_socket(&err); rc != 0 && rc != ENOENT) {
-		fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
-		return 1;
-	}
-	return 0;
+	return apps::start_runtime(rt, {.app = "rdgram-perf",
+					.eal = o.sa.eal_given ? o.sa.eal : c.eal_args,
+					.argv0 = argv0,
+					.default_lcores = lc,
+					.verbose = o.verbose,
+					/* range checked by the parsers */
+					.ctl_max_nap_ns = long(c.ctl_max_nap_us) * 1000});
 }
 
 } // namespace

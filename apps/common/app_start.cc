@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ */
+#include "app_start.h"
+
+#include <cerrno>
+#include <cstdio>
+
+#include "rdgram/telemetry.h"
+
+namespace rdgram::apps {
+
+int start_runtime(runtime &rt, const app_start &s)
+{
+	rt.set_verbose(s.verbose);
+	int rc;
+	{
+		/* The runtime directory and the telemetry socket are born
+		 * owner-only, then chmod-ed to be sure. */
+		telemetry::private_umask um;
+		rc = rt.init(s.eal, s.argv0, s.default_lcores);
+	}
+	if (rc != 0) {
+		fprintf(stderr, "%s: %s\n", s.app, rt.error().c_str());
+		return 1;
+	}
+	telemetry::register_log_types();
+	if (s.ctl_max_nap_ns >= 0)
+		rt.ctl().set_max_nap(s.ctl_max_nap_ns);
+	std::string err;
+	if (int e = telemetry::secure_socket(&err); e != 0 && e != ENOENT) {
+		fprintf(stderr, "%s: %s\n", s.app, err.c_str());
+		rt.fini();
+		return 1;
+	}
+	return 0;
+}
+
+} // namespace rdgram::apps
