@@ -94,9 +94,7 @@ fi
 asan_opts=(-Db_sanitize=address,undefined -Dbuildtype=plain -Doptimization=1 -Ddebug=false -Dunity=on -Dunity_size=8
 	"-Dcpp_args=-g1 -fno-sanitize=alignment" "-Dc_args=-g1 -fno-sanitize=alignment"
 	-Dcpp_link_args=-latomic)
-# -Dunity=on as the ASan+UBSan and generic trees: the TSan tree's targets
-# (the concurrency tests and what they run) compile as units of up to 8.
-tsan_opts=(-Db_sanitize=thread -Dbuildtype=debugoptimized -Dunity=on -Dunity_size=8)
+tsan_opts=(-Db_sanitize=thread -Dbuildtype=debugoptimized)
 
 run_sanitizers() {
 	local rc=0
