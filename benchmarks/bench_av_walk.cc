@@ -74,7 +74,6 @@ walk_set &set_for(uint32_t n, bool random)
 		soft::soft_av &av = p->t.av_at(s);
 		memset(av.hdr, int(i & 0xff), sizeof(av.hdr));
 		av.l3 = 4;
-		av.addr_len = 42;
 		p->order.push_back(p->t.publish(s));
 	}
 	if (random) {

@@ -84,7 +84,8 @@ int run_inspect(host &h, inspect_result *res)
 			memcpy(g.raw, k.dgid, 16);
 			r.have_neigh = h.local.neighbour_info(g, &r.n);
 			const soft::soft_av &av = h.local.ahs().av_at(ah.slot);
-			r.av.assign(av.hdr, av.hdr + std::min<size_t>(av.addr_len, sizeof(av.hdr)));
+			const size_t len = av.l3 == 4 ? wire::addr_len_v4 : sizeof(av.hdr);
+			r.av.assign(av.hdr, av.hdr + len);
 			rows.push_back(std::move(r));
 		});
 	});

@@ -30,7 +30,7 @@ inline constexpr size_t av_hdr_len = wire::addr_len_v6 - 4;
 struct alignas(4) soft_av {
 	uint8_t hdr[av_hdr_len]; /* 58: Eth/IPv6/UDP ports, or Eth/IPv4/UDP + spare */
 	uint8_t l3;              /* 4 or 6 */
-	uint8_t addr_len;        /* 42 or 62 */
+	uint8_t sl;              /* the AH's SL: the PCP on a VLAN port (0..7) */
 };
 static_assert(sizeof(soft_av) == 60);
 /* For IPv4 the spare bytes after the 42 header bytes hold the one's

@@ -27,6 +27,7 @@ constexpr key_range ranges[] = {
 	{"neigh_retry_ms", 1, 60000},
 	{"neigh_retries", 1, 100},
 	{"neigh_fail_hold_ms", 0, 86400000},
+	{"vlan", 1, 4094},
 };
 
 int64_t get_key(table_reader &t, const char *name, int64_t def)
@@ -56,6 +57,9 @@ void load_soft_port(table_reader &t, soft_port_params &p)
 	const char *names[] = {"auto", "software", "flow"};
 	const std::string s = t.get_enum("steer", names[unsigned(p.steer)], {"auto", "software", "flow"});
 	p.steer = s == "software" ? steer_mode::software : s == "flow" ? steer_mode::flow : steer_mode::automatic;
+	if (t.has("vlan")) /* absent: p's (0, untagged, by default) */
+		p.vlan = uint16_t(get_key(t, "vlan", 1));
+	p.ecn = t.get_bool("ecn", p.ecn);
 }
 
 uint32_t get_soft_key(table_reader &t, const char *name, uint32_t def)

@@ -14,6 +14,8 @@
  *   neigh_retries       1 to 100
  *   neigh_fail_hold_ms  0 to 86400000
  *   steer               "auto", "software" or "flow" (soft_params.h)
+ *   vlan                1 to 4094 (802.1Q VLAN ID; absent: untagged)
+ *   ecn                 true or false (ECT(0) on datagrams without ECN bits)
  *
  * Cold path: config loading, before the EAL starts. (NOT thread safe)
  */

@@ -15,6 +15,10 @@ namespace rdgram::soft {
 /* Receive-side drop reasons, in the order a frame is checked.
  * X(name, kind, description). */
 #define RDGRAM_SOFT_RX_DROPS(X)                                                       \
+	X(rx_vlan_double_tagged, drop, "two VLAN tags (0x88A8, or 802.1Q in 802.1Q)")  \
+	X(rx_vlan_tagged, drop, "802.1Q-tagged frame on a port without a vlan")        \
+	X(rx_vlan_untagged, drop, "untagged frame on a VLAN port")                     \
+	X(rx_vlan_other, drop, "802.1Q VLAN ID other than the port's")                 \
 	X(rx_not_ip, drop, "ethertype is neither IPv4 nor IPv6")                       \
 	X(rx_control_full, drop, "ARP/ND frame for the control thread, its ring full") \
 	X(rx_truncated, drop, "frame shorter than its headers say")                   \
@@ -46,6 +50,7 @@ namespace rdgram::soft {
 	X(rx_handoff_out, event, "frames handed to the queue that owns their QP")                   \
 	X(rx_handoff_in, event, "frames other queues handed to this one")                            \
 	X(rx_group_copies, event, "copies made for a group's other members (each counted on its own)") \
+	X(rx_ecn_ce, event, "datagrams delivered marked ECN CE (congestion experienced)")           \
 	RDGRAM_SOFT_RX_DROPS(X)
 
 struct soft_counters : qp_counters {

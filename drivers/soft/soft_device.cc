@@ -186,6 +186,10 @@ int soft_device::open(const soft_config &cfg)
 		err_ = "the port needs at least one IPv4 or IPv6 address";
 		return EINVAL;
 	}
+	if (cfg.vlan > 4094) {
+		err_ = "vlan " + std::to_string(cfg.vlan) + ": an 802.1Q VLAN ID is 1 to 4094 (0: untagged)";
+		return EINVAL;
+	}
 	if (cfg.neigh_ttl_ms == 0 || cfg.neigh_retry_ms == 0 || cfg.neigh_retries == 0) {
 		err_ = "neigh_ttl_ms, neigh_retry_ms and neigh_retries must be at least 1";
 		return EINVAL;
@@ -201,8 +205,10 @@ int soft_device::open(const soft_config &cfg)
 	 * for what the caller asked (min_data_room), and for what the PMD
 	 * copies into each buffer: whichever is largest. */
 	const port_limits lim = limits_of(cfg.port_id);
-	uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::hdr_len_v6 + wire::immdt_len) + cfg.mtu + 8;
-	std::string room_why = "the MTU's largest frame (headers + MTU + ICRC + pad)";
+	const uint32_t tag_len = cfg.vlan != 0 ? 4 : 0; /* 802.1Q */
+	uint32_t room = RTE_PKTMBUF_HEADROOM + uint32_t(wire::hdr_len_v6 + wire::immdt_len) + tag_len + cfg.mtu + 8;
+	std::string room_why = cfg.vlan != 0 ? "the MTU's largest frame (802.1Q-tagged headers + MTU + ICRC + pad)"
+					     : "the MTU's largest frame (headers + MTU + ICRC + pad)";
 	if (RTE_PKTMBUF_HEADROOM + uint64_t(cfg.min_data_room) > room) {
 		room = RTE_PKTMBUF_HEADROOM + cfg.min_data_room;
 		room_why = "min_data_room";
@@ -248,6 +254,16 @@ int soft_device::open(const soft_config &cfg)
 	}
 
 	rte_eth_conf conf{};
+	/* A VLAN port: the tag inserted by the port where it can (the TX
+	 * path writes it otherwise); received tags are taken either way. */
+	vlan_tx_offload_ = false;
+	if (cfg.vlan != 0) {
+		rte_eth_dev_info di{};
+		if (rte_eth_dev_info_get(cfg.port_id, &di) == 0 && (di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_VLAN_INSERT)) {
+			conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_VLAN_INSERT;
+			vlan_tx_offload_ = true;
+		}
+	}
 	int rc = rte_eth_dev_configure(cfg.port_id, cfg.nb_queues, cfg.nb_queues, &conf);
 	if (rc < 0) {
 		err_ = std::string("rte_eth_dev_configure: ") + strerror(-rc);
@@ -287,7 +303,7 @@ int soft_device::open(const soft_config &cfg)
 	bool any_v6 = false;
 	for (const auto &g : cfg.addresses)
 		any_v6 |= !g.is_v4_mapped();
-	const uint32_t hdr = uint32_t((any_v6 ? wire::hdr_len_v6 : wire::hdr_len_v4) + wire::icrc_len);
+	const uint32_t hdr = uint32_t((any_v6 ? wire::hdr_len_v6 : wire::hdr_len_v4) + wire::icrc_len) + tag_len;
 	if (hdr + wire::immdt_len + cfg.mtu > lim.max_frame)
 		RDGRAM_LOG(soft, WARNING,
 			   "port %u: mtu %u makes frames of up to %u bytes, but %s: datagrams above %u bytes (%u with "
@@ -492,6 +508,9 @@ int soft_device::check_attr(const ibv_ah_attr &a, wire::gid &dg) const
 		return EINVAL;
 	if (a.grh.flow_label > 0xfffff)
 		return EINVAL;
+	/* On a VLAN port the SL is the frame's 802.1Q priority (3 bits). */
+	if (cfg_.vlan != 0 && a.sl > 7)
+		return EINVAL;
 	return 0;
 }
 
@@ -523,6 +542,12 @@ int soft_device::make_av(const ibv_ah_attr &a, soft_av &av, uint32_t *neigh_id) 
 	}
 
 	memset(&av, 0, sizeof(av));
+	av.sl = a.sl;
+	/* The TOS byte / traffic class: DSCP and ECN as the AH says; with
+	 * ecn, ECT(0) where it says no ECN (RFC 3168: 10). */
+	uint8_t tclass = a.grh.traffic_class;
+	if (cfg_.ecn && (tclass & 3) == 0)
+		tclass |= 2;
 	auto *eth = reinterpret_cast<rte_ether_hdr *>(av.hdr);
 	rte_ether_addr_copy(&dmac, &eth->dst_addr);
 	rte_ether_addr_copy(&mac_, &eth->src_addr);
@@ -537,7 +562,7 @@ int soft_device::make_av(const ibv_ah_attr &a, soft_av &av, uint32_t *neigh_id) 
 		eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV4);
 		auto *ip = reinterpret_cast<rte_ipv4_hdr *>(av.hdr + wire::eth_len);
 		ip->version_ihl = 0x45;
-		ip->type_of_service = a.grh.traffic_class;
+		ip->type_of_service = tclass;
 		ip->total_length = 0;
 		ip->packet_id = 0;
 		ip->fragment_offset = RTE_BE16(RTE_IPV4_HDR_DF_FLAG);
@@ -553,11 +578,10 @@ int soft_device::make_av(const ibv_ah_attr &a, soft_av &av, uint32_t *neigh_id) 
 		udp->src_port = rte_cpu_to_be_16(sport);
 		udp->dst_port = RTE_BE16(wire::roce_v2_udp_port);
 		av.l3 = 4;
-		av.addr_len = wire::addr_len_v4;
 	} else {
 		eth->ether_type = RTE_BE16(RTE_ETHER_TYPE_IPV6);
 		auto *ip = reinterpret_cast<rte_ipv6_hdr *>(av.hdr + wire::eth_len);
-		ip->vtc_flow = rte_cpu_to_be_32(6u << 28 | uint32_t(a.grh.traffic_class) << 20 | a.grh.flow_label);
+		ip->vtc_flow = rte_cpu_to_be_32(6u << 28 | uint32_t(tclass) << 20 | a.grh.flow_label);
 		ip->payload_len = 0;
 		ip->proto = IPPROTO_UDP;
 		ip->hop_limits = ttl;
@@ -567,7 +591,6 @@ int soft_device::make_av(const ibv_ah_attr &a, soft_av &av, uint32_t *neigh_id) 
 		udp->src_port = rte_cpu_to_be_16(sport);
 		udp->dst_port = RTE_BE16(wire::roce_v2_udp_port);
 		av.l3 = 6;
-		av.addr_len = wire::addr_len_v6;
 	}
 	return 0;
 }
@@ -714,6 +737,8 @@ int soft_device::create_queue(const queue_params &p, soft_queue &q)
 	soft_port_view v;
 	v.pkey = cfg_.pkey;
 	v.mtu = cfg_.mtu;
+	v.vlan = cfg_.vlan;
+	v.vlan_tx_offload = vlan_tx_offload_;
 	for (const auto &g : cfg_.addresses) {
 		if (g.is_v4_mapped()) {
 			if (v.n_v4 < 4)

@@ -230,6 +230,7 @@ private:
 	rte_ether_addr mac_{};
 	rte_mempool *mp_ = nullptr;
 	bool own_mp_ = false;
+	bool vlan_tx_offload_ = false; /* the port inserts 802.1Q tags (open) */
 	uint16_t nrx_ = 0, ntx_ = 0;
 	std::vector<bool> queue_live_; /* by port queue pair: a live soft_queue */
 	soft_steer steer_;             /* between the queues: nb_queues > 1 */

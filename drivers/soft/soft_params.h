@@ -32,6 +32,14 @@ struct soft_port_params {
 	uint32_t neigh_retries = 3;     /* requests before giving up */
 	uint32_t neigh_fail_hold_ms = 1000; /* a failure is remembered this long */
 	steer_mode steer = steer_mode::automatic; /* nb_queues > 1 only */
+	/* 802.1Q: 0, untagged; 1..4094, every frame of the port (datagrams,
+	 * ARP, ND, IGMP, MLD) carries this VLAN ID, with the AH's SL (0..7) as
+	 * its PCP (control frames: PCP 0), and only frames of this VLAN are
+	 * received (soft_rx.h). */
+	uint16_t vlan = 0;
+	/* Datagrams whose AH traffic class has no ECN bits go out ECT(0), as a
+	 * RoCE NIC with ECN enabled sends them (DCQCN). */
+	bool ecn = false;
 };
 
 } // namespace rdgram::soft

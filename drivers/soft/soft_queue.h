@@ -51,6 +51,12 @@ struct soft_port_view {
 	uint8_t n_v4 = 0, n_v6 = 0;
 	rte_be32_t v4[4]{};
 	uint8_t v6[4][16]{};
+	/* 802.1Q (soft_port_params::vlan): 0, untagged. */
+	uint16_t vlan = 0;
+	/* The port inserts the tag itself (RTE_ETH_TX_OFFLOAD_VLAN_INSERT,
+	 * enabled at open): TX sets RTE_MBUF_F_TX_VLAN and vlan_tci instead of
+	 * writing the 4 bytes. */
+	bool vlan_tx_offload = false;
 };
 
 /* Pseudo-LRH + masked field values of the RoCEv2 ICRC (Annex A17.3.3). */
@@ -216,6 +222,7 @@ public:
 		uint32_t psn, qpn, qkey;
 		rte_be16_t pkey_be;
 		bool privileged;
+		uint8_t tag_len; /* headroom vlan_tag takes: 4 on a VLAN port without insert offload */
 		uint64_t pkts, bytes;
 	};
 	tx_state tx_state_of(const soft_qp &sq) const;
@@ -225,6 +232,10 @@ public:
 	bool build_masked(const send_wr &wr, tx_state &st, rte_mbuf *m, tx_pending_pkt &t);
 	template <crc32_kernel K> static void store_icrc(const tx_pending_pkt &t);
 	static void unmask(const tx_pending_pkt &t);
+	/* A VLAN port's tag on a built frame: VLAN ID and, as PCP, the AH's
+	 * SL; written in front of the ethertype, or left to the port's
+	 * insert offload. (soft_tx.h) */
+	void vlan_tag(const tx_pending_pkt &t) const;
 
 	/* soft_rx.h: the steps of rx_burst, public for the tests. */
 	/* true: delivered into wc. false: not delivered; m is the caller's to
@@ -234,6 +245,12 @@ public:
 	 * tag: 0 for a frame from the port; what a hand-off put in its mbuf's
 	 * hash.usr otherwise (soft_steer.h, handoff_tag). */
 	bool parse(rte_mbuf *m, recv_wc &wc, uint32_t tag = 0);
+	/* The 802.1Q part of parse, for a frame that is tagged, or was
+	 * stripped by the PMD, or arrives on a VLAN port: a tag in the frame
+	 * is taken out (the frame then looks as if the PMD had stripped it:
+	 * RTE_MBUF_F_RX_VLAN_STRIPPED, vlan_tci), the VLAN checked against the
+	 * port's, *pcp set. false: dropped and counted. */
+	bool vlan_rx(rte_mbuf *m, uint8_t *&f, uint32_t &flen, uint16_t &et, uint8_t *pcp);
 	bool handed_to_control()
 	{
 		bool t = taken_;

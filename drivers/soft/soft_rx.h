@@ -102,12 +102,18 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc, uint32_t tag)
 		return false;
 	}
 	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
-	const uint32_t flen = rte_pktmbuf_data_len(m);
+	uint32_t flen = rte_pktmbuf_data_len(m);
 	if (unlikely(flen < wire::eth_len)) {
 		ctr_.rx_truncated++;
 		return false;
 	}
-	const uint16_t et = reinterpret_cast<rte_ether_hdr *>(f)->ether_type;
+	uint16_t et = reinterpret_cast<rte_ether_hdr *>(f)->ether_type;
+	/* 802.1Q: one branch for an untagged port's untagged frames. */
+	uint8_t pcp = 0;
+	if (unlikely(view_.vlan != 0 || et == RTE_BE16(RTE_ETHER_TYPE_VLAN) || et == RTE_BE16(RTE_ETHER_TYPE_QINQ) ||
+		     (m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED)) &&
+	    !vlan_rx(m, f, flen, et, &pcp))
+		return false;
 	bool v4;
 	if (et == RTE_BE16(RTE_ETHER_TYPE_IPV4))
 		v4 = true;
@@ -292,7 +298,7 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc, uint32_t tag)
 	if (imm)
 		memcpy(&wc.imm_data, deth + 1, 4);
 	wc.slid = 0;
-	wc.sl = 0;
+	wc.sl = pcp; /* RoCE: the VLAN priority (0 untagged) */
 	wc.pkey_index = 0;
 	wc.dlid_path_bits = 0;
 	const uint32_t pay_off = l4 + wire::udp_len + after_udp;
@@ -302,6 +308,8 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc, uint32_t tag)
 		wc.l3 = l3_type::ipv4;
 		wc.sgid = wire::gid::from_v4(ip->src_addr);
 		wc.dgid = wire::gid::from_v4(ip->dst_addr);
+		if (unlikely((ip->type_of_service & 3) == 3))
+			ctr_.rx_ecn_ce++; /* the mark travels in the GRH area */
 		/* IPv4 header into the last 20 bytes of the GRH area (the copy
 		 * cannot overlap: the area starts past the IP header's end). */
 		memcpy(grh + 20, f + l3, wire::ipv4_len);
@@ -311,6 +319,8 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc, uint32_t tag)
 		wc.l3 = l3_type::ipv6;
 		memcpy(wc.sgid.raw, ip->src_addr, 16);
 		memcpy(wc.dgid.raw, ip->dst_addr, 16);
+		if (unlikely((ip->vtc_flow & RTE_BE32(3u << 20)) == RTE_BE32(3u << 20)))
+			ctr_.rx_ecn_ce++;
 		memmove(grh, f + l3, wire::ipv6_len);
 	}
 	rte_pktmbuf_adj(m, uint16_t(pay_off - wire::grh_len));
@@ -319,6 +329,64 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc, uint32_t tag)
 	wc.byte_len = wire::grh_len + paylen;
 	ctr_.rx_pkts++;
 	ctr_.rx_bytes += paylen;
+	return true;
+}
+
+inline bool soft_queue::vlan_rx(rte_mbuf *m, uint8_t *&f, uint32_t &flen, uint16_t &et, uint8_t *pcp)
+{
+	uint16_t tci;
+	if (m->ol_flags & RTE_MBUF_F_RX_VLAN_STRIPPED) {
+		/* The PMD took the tag out (or parse did, before a hand-off or
+		 * a group copy): a second tag left in the frame is QinQ. */
+		if ((m->ol_flags & RTE_MBUF_F_RX_QINQ_STRIPPED) || et == RTE_BE16(RTE_ETHER_TYPE_VLAN) ||
+		    et == RTE_BE16(RTE_ETHER_TYPE_QINQ)) {
+			ctr_.rx_vlan_double_tagged++;
+			return false;
+		}
+		tci = m->vlan_tci;
+	} else if (et == RTE_BE16(RTE_ETHER_TYPE_VLAN)) {
+		if (unlikely(flen < wire::eth_len + 4)) {
+			ctr_.rx_truncated++;
+			return false;
+		}
+		uint16_t inner, tci_be;
+		memcpy(&tci_be, f + 14, 2);
+		memcpy(&inner, f + 16, 2);
+		if (inner == RTE_BE16(RTE_ETHER_TYPE_VLAN) || inner == RTE_BE16(RTE_ETHER_TYPE_QINQ)) {
+			ctr_.rx_vlan_double_tagged++;
+			return false;
+		}
+		tci = rte_be_to_cpu_16(tci_be);
+		/* Out of the frame, as the PMD's strip would: the MACs move
+		 * up over the tag. Everything after (the control thread's
+		 * ARP/ND, the ICRC at l3 - 8) sees an untagged frame. */
+		memmove(f + 4, f, 2 * RTE_ETHER_ADDR_LEN);
+		rte_pktmbuf_adj(m, 4);
+		f += 4;
+		flen -= 4;
+		et = inner;
+		m->vlan_tci = tci;
+		m->ol_flags |= RTE_MBUF_F_RX_VLAN | RTE_MBUF_F_RX_VLAN_STRIPPED;
+	} else if (et == RTE_BE16(RTE_ETHER_TYPE_QINQ)) {
+		ctr_.rx_vlan_double_tagged++; /* 802.1ad S-tag */
+		return false;
+	} else {
+		if (view_.vlan != 0) {
+			ctr_.rx_vlan_untagged++;
+			return false;
+		}
+		return true;
+	}
+	/* VLAN ID 0 is a priority tag (802.1Q 9.6): an untagged port's own
+	 * frames with a PCP; a VLAN port wants its VLAN ID. */
+	if ((tci & RTE_VLAN_ID_MASK) != view_.vlan) {
+		if (view_.vlan == 0)
+			ctr_.rx_vlan_tagged++;
+		else
+			ctr_.rx_vlan_other++;
+		return false;
+	}
+	*pcp = uint8_t(tci >> 13);
 	return true;
 }
 
@@ -514,6 +582,22 @@ void soft_queue::tx_control()
 			RDGRAM_TSAN_ACQUIRE(c[i]);
 			RDGRAM_TSAN_RELEASE(c[i]);
 		}
+	if (view_.vlan != 0) {
+		/* A VLAN port's ARP, ND, IGMP and MLD: the port's VLAN, PCP 0. */
+		unsigned k = 0;
+		for (unsigned i = 0; i < n; i++) {
+			c[i]->vlan_tci = view_.vlan;
+			if (view_.vlan_tx_offload) {
+				c[i]->ol_flags |= RTE_MBUF_F_TX_VLAN;
+			} else if (rte_vlan_insert(&c[i]) != 0) {
+				rte_pktmbuf_free(c[i]);
+				ctr_.tx_control_dropped++;
+				continue;
+			}
+			c[k++] = c[i];
+		}
+		n = k;
+	}
 	burst_guard::enter(guard_);
 	uint16_t sent = rte_eth_tx_burst(port_, queue_, c, uint16_t(n));
 	burst_guard::leave(guard_);

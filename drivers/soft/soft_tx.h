@@ -101,6 +101,8 @@ __rte_always_inline uint16_t soft_queue::tx_stage(send_wr *wrs, uint16_t n)
 	});
 	for (unsigned i = 0; i < np; i++) {
 		unmask(pend[i]);
+		if (unlikely(view_.vlan != 0))
+			vlan_tag(pend[i]);
 		stash_[nstash_++] = pend[i].m;
 	}
 	return n;
@@ -121,7 +123,8 @@ inline void soft_queue::raw_tx_init(rte_mbuf *m, uint16_t len)
 
 inline soft_queue::tx_state soft_queue::tx_state_of(const soft_qp &sq) const
 {
-	return {ahs_, view_.mtu, sq.psn, sq.qpn, sq.qkey, rte_cpu_to_be_16(view_.pkey), sq.privileged, 0, 0};
+	return {ahs_, view_.mtu, sq.psn, sq.qpn, sq.qkey, rte_cpu_to_be_16(view_.pkey), sq.privileged,
+		uint8_t(view_.vlan != 0 && !view_.vlan_tx_offload ? 4 : 0), 0, 0};
 }
 
 inline void soft_queue::end_tx(const tx_state &st, soft_qp &sq)
@@ -141,7 +144,30 @@ inline bool soft_queue::build(const send_wr &wr, soft_qp &sq, rte_mbuf *m)
 		return false;
 	crc32_with(crc_, [&](auto k) { store_icrc<decltype(k)::value>(t); });
 	unmask(t);
+	if (view_.vlan != 0)
+		vlan_tag(t);
 	return true;
+}
+
+inline void soft_queue::vlan_tag(const tx_pending_pkt &t) const
+{
+	/* Outside the ICRC (it starts at the IP header): written last. */
+	const uint16_t tci = uint16_t(uint16_t(t.av->sl) << 13 | view_.vlan);
+	rte_mbuf *m = t.m;
+	m->vlan_tci = tci;
+	if (view_.vlan_tx_offload) {
+		m->ol_flags |= RTE_MBUF_F_TX_VLAN;
+		return;
+	}
+	/* build_masked kept 4 bytes of headroom for it (rte_pktmbuf_prepend
+	 * without its check). */
+	m->data_off = uint16_t(m->data_off - 4);
+	m->data_len = uint16_t(m->data_len + 4);
+	m->pkt_len += 4;
+	uint8_t *p = t.p - 4;
+	memmove(p, t.p, 2 * RTE_ETHER_ADDR_LEN);
+	const rte_be16_t tag[2] = {RTE_BE16(RTE_ETHER_TYPE_VLAN), rte_cpu_to_be_16(tci)};
+	memcpy(p + 2 * RTE_ETHER_ADDR_LEN, tag, 4);
 }
 
 template <crc32_kernel K> inline void soft_queue::store_icrc(const tx_pending_pkt &t)
@@ -188,7 +214,7 @@ __rte_always_inline bool soft_queue::build_masked(const send_wr &wr, tx_state &s
 		p = rte_pktmbuf_mtod(m, uint8_t *);
 		rte_memcpy(p + hdr_len, wr.inline_data, paylen);
 	} else {
-		if (unlikely(m->nb_segs != 1 || rte_pktmbuf_headroom(m) < hdr_len ||
+		if (unlikely(m->nb_segs != 1 || rte_pktmbuf_headroom(m) < hdr_len + st.tag_len ||
 			     rte_pktmbuf_tailroom(m) < tail)) {
 			ctr_.tx_bad_mbuf++;
 			return false;

@@ -474,7 +474,10 @@ inline bool wc_to_recv(const ibv_wc &w, rte_mbuf *m, bool eth, recv_wc &out)
 	out.imm_data = (w.wc_flags & IBV_WC_WITH_IMM) ? w.imm_data : 0;
 	out.slid = w.slid;
 	out.pkey_index = w.pkey_index;
-	out.sl = w.sl;
+	/* RoCE: the provider's wc.sl is not the VLAN priority (mlx5: the L3
+	 * header type, providers/mlx5/cq.c); 0 as for an untagged frame
+	 * (ah_from_wc.h, "sl"). */
+	out.sl = eth ? 0 : w.sl;
 	out.dlid_path_bits = w.dlid_path_bits;
 	out.wc_flags = uint8_t(((w.wc_flags & IBV_WC_GRH) ? wc_grh : 0) |
 			       ((w.wc_flags & IBV_WC_WITH_IMM) ? wc_with_imm : 0));

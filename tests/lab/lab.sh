@@ -179,6 +179,7 @@ lab_start() {
 	cmdline+=" lab.keep=$(IFS=,; echo "${LAB_KEEP_PATHS[*]}")"
 	cmdline+=" lab.guest_timeout=$LAB_GUEST_TIMEOUT"
 	[[ -n ${LAB_INSMOD:-} ]] && cmdline+=" lab.insmod=$LAB_INSMOD"
+	[[ -n ${LAB_VLAN:-} ]] && cmdline+=" lab.vlan=$LAB_VLAN"
 	local nic
 	if [[ $LAB_NET == tap ]]; then
 		nic=(-netdev "tap,id=n0,ifname=$LAB_TAP,script=no,downscript=no"

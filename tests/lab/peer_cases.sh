@@ -34,11 +34,20 @@
 # performance figure (TCG).
 
 PEER_PERF=${PEER_PERF:?set PEER_PERF to rdgram-perf}
+# The RoCE addresses (the TCP exchange always uses the lab's own, LAB_*):
+# by default the lab's; a VLAN test (vlan_rxe.sh) sets PEER_VLAN and the
+# VLAN's addresses, and boots the guest with rxe0 on eth0.PEER_VLAN.
+PEER_VLAN=${PEER_VLAN:-}
+PEER_SOFT_IP4=${PEER_SOFT_IP4:-$LAB_SOFT_IP}
+PEER_SOFT_IP6=${PEER_SOFT_IP6:-$LAB_SOFT_IP6}
+PEER_GUEST_IP4=${PEER_GUEST_IP4:-$LAB_GUEST_IP}
+PEER_GUEST_IP6=${PEER_GUEST_IP6:-$LAB_GUEST_IP6}
 PEER_NAMES=()
 PEER_ARGS=()
 PEER_QPN=0x000100 # rdgram-perf's QPN (the config's)
 PEER_MAC=02:00:00:77:00:01
 PEER_CASE_TIMEOUT=${PEER_CASE_TIMEOUT:-45} # seconds per case, each side
+PEER_NEG_TIMEOUT=${PEER_NEG_TIMEOUT:-20}   # a case that must not get through (client-untagged)
 # ud_pingpong served on the host for a v6 case: the guest's tool connects
 # to the host's IPv6 address (rdgram-perf listens on both families). 0: to
 # its IPv4 one, for a host side that is ibv_ud_pingpong itself, which binds
@@ -69,12 +78,16 @@ peer_case() {
 # The host side's config for one family (rdgram-perf's address, MAC, QPN).
 # MTU 2048: net_af_packet needs mbufs with room for its 2048-byte frames;
 # the exchange then agrees on rxe's smaller one (1024 on a 1500 link).
+# With PEER_VLAN, the port is on that VLAN unless UNTAGGED is given (the
+# case that checks an untagged port and a tagged rxe do not talk).
 peer_config() {
-	local fam=$1 f=$LAB_RUN/rdgram-$1.toml addr=$LAB_SOFT_IP
-	[[ $fam == v6 ]] && addr=$LAB_SOFT_IP6
+	local fam=$1 untagged=${2:-} f=$LAB_RUN/rdgram-$1${2:+-untagged}.toml addr=$PEER_SOFT_IP4 vlan=
+	[[ $fam == v6 ]] && addr=$PEER_SOFT_IP6
+	[[ -n $PEER_VLAN && -z $untagged ]] && vlan="vlan = $PEER_VLAN"
 	cat >"$f" <<EOF
 [port]
 mtu = 2048
+$vlan
 [server]
 mac = "$PEER_MAC"
 address = "$addr"
@@ -89,12 +102,22 @@ EOF
 	echo "$f"
 }
 
-# The guest's script: the GID indexes of 10.77.0.2 and fd77::2 (RoCE v2),
-# then each case when the host says go (a file in the run directory).
+# An address as sysfs prints a GID (IPv4-mapped for IPv4).
+sysfs_gid() {
+	python3 -c 'import ipaddress, sys
+a = ipaddress.ip_address(sys.argv[1])
+g = ipaddress.IPv6Address("::ffff:" + sys.argv[1]) if a.version == 4 else a
+print(g.exploded)' "$1"
+}
+
+# The guest's script: the GID indexes of the guest's RoCE addresses
+# (10.77.0.2 and fd77::2, or PEER_GUEST_IP4/6), then each case when the host
+# says go (a file in the run directory).
 peer_guest_script() {
 	local i n=${#PEER_NAMES[@]}
 	{
-		cat <<'EOF'
+		sed -e "s/PEER_SYSFS_GID4/$(sysfs_gid "$PEER_GUEST_IP4")/" \
+			-e "s/PEER_SYSFS_GID6/$(sysfs_gid "$PEER_GUEST_IP6")/" <<'EOF'
 gid_of() { # the RoCE v2 GID index of address $1 (as sysfs prints it)
 	local i
 	for i in $(seq 0 15); do
@@ -104,8 +127,8 @@ gid_of() { # the RoCE v2 GID index of address $1 (as sysfs prints it)
 	done
 	echo none
 }
-G4=$(gid_of 0000:0000:0000:0000:0000:ffff:0a4d:0002)
-G6=$(gid_of fd77:0000:0000:0000:0000:0000:0000:0002)
+G4=$(gid_of PEER_SYSFS_GID4)
+G6=$(gid_of PEER_SYSFS_GID6)
 echo "$G4 $G6" >$LAB_RUN/gids
 waitfor() { for _ in $(seq 1 1200); do [[ -f $LAB_RUN/$1 ]] && return 0; sleep 0.05; done; return 1; }
 listening() { # PORT PID: until something listens on PORT (while PID lives)
@@ -188,7 +211,10 @@ EOF
 				echo "guest_pair $i $((PEER_CASE_TIMEOUT + 15)) $role $proto $test $iters $size $PEER_PERF ${tool[*]}"
 				continue
 			fi
-			if [[ $role == server ]]; then # the guest's tool is the client
+			if [[ $role == client-untagged ]]; then
+				# Nothing will reach it: bounded well below the others.
+				echo "guest_serve $i $PEER_NEG_TIMEOUT ${tool[*]}"
+			elif [[ $role == server ]]; then # the guest's tool is the client
 				addr=$LAB_HOST_IP
 				[[ $proto == ud_pingpong && $fam == v6 && $PEER_TCP6 == 1 ]] && addr=$LAB_HOST_IP6
 				tool+=("$addr")
@@ -224,6 +250,10 @@ peer_fail() {
 peer_check() {
 	local i=$1 role=$2 proto=$3 fam=$4 test=$5 iters=$6 size=$7
 	local h=$LAB_RUN/host$i.out g=$LAB_RUN/case$i.out
+	if [[ $role == client-untagged ]]; then
+		peer_check_untagged "$@"
+		return
+	fi
 	local grc hrc
 	grc=$(cat "$LAB_RUN/case$i.rc" 2>/dev/null || echo none)
 	hrc=$(cat "$LAB_RUN/host$i.rc" 2>/dev/null || echo none)
@@ -244,8 +274,8 @@ peer_check() {
 	fi
 	[[ $grc == 0 || -n $clock ]] || peer_fail "the guest's tool exited $grc"
 	[[ $hrc == 0 ]] || { [[ -n $clock ]] && grep -q 'closing hand-shake' "$h"; } || peer_fail "rdgram-perf exited $hrc"
-	local bytes=$((iters * size)) gip=$LAB_GUEST_IP sip=$LAB_SOFT_IP ourq=$PEER_QPN in_guest=
-	[[ $fam == v6 ]] && gip=$LAB_GUEST_IP6 sip=$LAB_SOFT_IP6
+	local bytes=$((iters * size)) gip=$PEER_GUEST_IP4 sip=$PEER_SOFT_IP4 ourq=$PEER_QPN in_guest=
+	[[ $fam == v6 ]] && gip=$PEER_GUEST_IP6 sip=$PEER_SOFT_IP6
 	if [[ $role == verbs-* ]]; then # rdgram-perf on rxe0 too: its GID, the device's QPN
 		in_guest=1
 		role=${role#verbs-}
@@ -305,6 +335,7 @@ peer_check() {
 	for kv in ${ctr#* counters: }; do
 		case ${kv%%=*} in
 		rx_pkts | tx_pkts | rx_to_control | tx_control | rx_not_udp | rx_not_ip | rx_not_roce) ;;
+		rx_vlan_untagged) [[ -n $PEER_VLAN ]] || bad+=" $kv" ;; # the lab's untagged link, shared
 		*) bad+=" $kv" ;;
 		esac
 	done
@@ -338,6 +369,33 @@ peer_check() {
 	fi
 }
 
+# A port without the VLAN against rxe on it (ROLE client-untagged): the
+# tool's exchange goes through (TCP, untagged), the datagrams do not. Both
+# sides must say so: rdgram-perf fails and counts rxe's tagged frames (its
+# ARP/ND for our address at least) as rx_vlan_tagged, and rxe receives
+# nothing.
+peer_check_untagged() {
+	local i=$1 h=$LAB_RUN/host$1.out g=$LAB_RUN/case$1.out hrc ctr d
+	hrc=$(cat "$LAB_RUN/host$i.rc" 2>/dev/null || echo none)
+	echo "--- case $i: $PEER_CUR: rdgram-perf (exit $hrc):"
+	grep -v -e '^EAL' -e '^TELEMETRY' -e '^$' "$h" | sed 's/^/    /'
+	echo "--- guest's tool (exit $(cat "$LAB_RUN/case$i.rc" 2>/dev/null)):"
+	sed 's/^/    /' "$g"
+	[[ $hrc != 0 && $hrc != none ]] || peer_fail "rdgram-perf should have failed: an untagged port cannot reach rxe on a VLAN"
+	ctr=$(grep -m1 ' counters: ' "$h")
+	[[ $ctr =~ rx_vlan_tagged=([0-9]+) ]] && ((BASH_REMATCH[1] > 0)) ||
+		peer_fail "rdgram-perf did not count rxe's tagged frames as rx_vlan_tagged: '$ctr'"
+	[[ $ctr =~ " rx_pkts="[1-9] ]] && peer_fail "rdgram-perf delivered datagrams: '$ctr'"
+	local b=$LAB_RUN/case$i.before a=$LAB_RUN/case$i.after
+	if [[ -s $b && -s $a ]]; then
+		d=$(($(rxe_stat "$a" rcvd_pkts) - $(rxe_stat "$b" rcvd_pkts)))
+		[[ $d == 0 ]] || peer_fail "rxe rcvd_pkts moved by $d: untagged datagrams reached rxe on the VLAN"
+		echo "    rxe: rcvd_pkts +$d"
+	else
+		peer_fail "no rxe counters from the guest"
+	fi
+}
+
 # The host side's command for one case (ROLE PROTO FAMILY TEST ITERS SIZE
 # PMD) in PEER_CMD: rdgram-perf; a test with another host side redefines
 # this (and peer_check) after sourcing this file.
@@ -345,15 +403,21 @@ peer_host_cmd() {
 	local role=$1 proto=$2 fam=$3 test=$4 iters=$5 size=$6 pmd=$7
 	local oob=$LAB_HOST_IP:18515
 	[[ $role == server && $proto == ud_pingpong && $fam == v6 ]] && oob="[$LAB_HOST_IP6]:18515"
+	local cfg=$LAB_RUN/rdgram-$fam.toml t=$PEER_CASE_TIMEOUT
+	[[ $role == client-untagged ]] && role=client cfg=$LAB_RUN/rdgram-$fam-untagged.toml t=$((PEER_NEG_TIMEOUT / 2))
 	[[ $role == client ]] && oob=$LAB_GUEST_IP:18515
-	PEER_CMD=(timeout -k 2 $((PEER_CASE_TIMEOUT + 5)) "$PEER_PERF" -c "$LAB_RUN/rdgram-$fam.toml"
+	PEER_CMD=(timeout -k 2 $((t + 5)) "$PEER_PERF" -c "$cfg"
 		--mode "$role" --oob "$oob" --oob-proto "$proto" --test "$test" -n "$iters" -s "$size"
-		--timeout "$PEER_CASE_TIMEOUT" --status-interval 0 --port "$pmd")
+		--timeout "$t" --status-interval 0 --port "$pmd")
 }
 
 peer_run() {
 	peer_config v4 >/dev/null
 	peer_config v6 >/dev/null
+	if [[ -n $PEER_VLAN ]]; then
+		peer_config v4 untagged >/dev/null
+		peer_config v6 untagged >/dev/null
+	fi
 	peer_guest_script
 	lab_start
 	lab_wait_ready

@@ -291,12 +291,12 @@ TEST(AhFromWc, RoceV4FlowLabelNotFromGarbage)
 	for (l3_type l3 : {l3_type::ipv4, l3_type::ib_grh /* not reported: bytes decide */}) {
 		SCOPED_TRACE(int(l3));
 		recv_wc w = wc_of(l3);
-		w.sl = 3; /* what mlx5 reports in wc.sl on RoCE: the L3 type */
+		w.sl = 0xd; /* the received PCP (5) in the low 3 bits; above: not an RoCE priority */
 		ibv_ah_attr a;
 		ASSERT_EQ(init_ah_from_wc(f.port, f.gi, 1, w, g.data(), &a), 0);
 		EXPECT_EQ(a.grh.flow_label, 0u);
 		EXPECT_EQ(a.grh.traffic_class, 0x48) << "the TOS, not the garbage";
-		EXPECT_EQ(a.sl, 0) << "no SL from the packet-type bits";
+		EXPECT_EQ(a.sl, 5) << "the request's priority class, 3 bits on RoCE";
 		EXPECT_EQ(a.grh.sgid_index, 2);
 		EXPECT_TRUE(gid_eq(a.grh.dgid, gid_of("10.9.9.9")));
 		EXPECT_EQ(a.grh.hop_limit, 0xff) << "not the received TTL (9)";

@@ -1166,4 +1166,36 @@ TEST(NeighConfig, DeviceRefusesZeroRetries)
 	EXPECT_NE(d.error().find("neigh_retries"), std::string::npos) << d.error();
 }
 
+/* Two VLAN ports (soft_params.h vlan) resolve each other: ARP or ND goes
+ * out tagged both ways (an untagged request would be dropped by the peer as
+ * rx_vlan_untagged), and a datagram follows on the resolved AH. */
+TEST_P(NeighFamily, VlanPortsResolveTagged)
+{
+	const bool v6 = GetParam();
+	soft_pair p(v6, 4096, 64, [](soft_config &c, int side) {
+		dynamic()(c, side);
+		c.vlan = 42;
+	});
+	ASSERT_TRUE(p.ok);
+	{
+		rig r(p);
+		const ibv_ah_attr a = soft_pair::attr_to(p.addr[1]);
+		ASSERT_EQ(r.resolve(0, a), 0);
+		int err = 0;
+		ah_handle h = r.create(0, a, &err);
+		ASSERT_EQ(err, 0);
+		uint8_t b[4] = {1, 2, 3, 4};
+		send_wr wr{h, p.qpn[1], p.qkey, nullptr, b, sizeof(b), 0, send_inline};
+		ASSERT_EQ(p.q[0].tx_burst(&wr, 1), 1);
+		ASSERT_TRUE(r.pump_until([&] { return r.delivered[1] == 1; }));
+		for (int i = 0; i < 2; i++) {
+			EXPECT_EQ(p.q[i].counters().rx_vlan_untagged, 0u) << i;
+			EXPECT_EQ(p.q[i].counters().rx_drops(), 0u) << i;
+		}
+		EXPECT_GE(p.q[0].counters().tx_control, 1u);
+		EXPECT_GE(p.q[1].counters().tx_control, 1u) << "the reply, tagged too";
+		r.destroy(0, h);
+	}
+}
+
 } // namespace

@@ -92,6 +92,9 @@ TEST(SoftPortConfig, RangesAndErrorsAlikeInEveryPort)
 		{"max_ah = 16777217\n",
 		 "F:2:10: key 'port.max_ah': expected an integer from 1 to 16777216, got 16777217"},
 		{"resolve = 1\n", "F:2:11: key 'port.resolve': expected true or false, got 1"},
+		{"vlan = 0\n", "F:2:8: key 'port.vlan': expected an integer from 1 to 4094, got 0"},
+		{"vlan = 4095\n", "F:2:8: key 'port.vlan': expected an integer from 1 to 4094, got 4095"},
+		{"ecn = \"on\"\n", "F:2:7: key 'port.ecn': expected true or false, got \"on\""},
 		{"mtus = 4096\n", "F:2:1: unknown key 'port.mtus'"},
 	};
 	for (const auto &b : cases) {
@@ -126,7 +129,8 @@ TEST(SoftPortConfig, NeighbourKeys)
 TEST(SoftPortConfig, ValuesApplied)
 {
 	const std::string body = "mtu = 1024\npkey = 0x8001\nmax_ah = 4096\nresolve = false\n"
-				 "neigh_ttl_ms = 500\nneigh_retry_ms = 20\nneigh_retries = 7\nneigh_fail_hold_ms = 0\n";
+				 "neigh_ttl_ms = 500\nneigh_retry_ms = 20\nneigh_retries = 7\nneigh_fail_hold_ms = 0\n"
+				 "vlan = 4094\necn = true\n";
 	perf::perf_config pc;
 	EXPECT_EQ(error_of("[port]\n" + body, [&](const std::string &p) { perf::load_perf_config(p, pc); }), "");
 	fwd::fwd_config fc;
@@ -142,6 +146,8 @@ TEST(SoftPortConfig, ValuesApplied)
 		EXPECT_EQ(g->neigh_retry_ms, 20u);
 		EXPECT_EQ(g->neigh_retries, 7u);
 		EXPECT_EQ(g->neigh_fail_hold_ms, 0u);
+		EXPECT_EQ(g->vlan, 4094);
+		EXPECT_TRUE(g->ecn);
 	}
 	/* Absent keys: the soft driver's defaults, in every app. */
 	const soft::soft_config dflt;
@@ -155,6 +161,8 @@ TEST(SoftPortConfig, ValuesApplied)
 		EXPECT_EQ(f.neigh_retry_ms, dflt.neigh_retry_ms);
 		EXPECT_EQ(f.neigh_retries, dflt.neigh_retries);
 		EXPECT_EQ(f.neigh_fail_hold_ms, dflt.neigh_fail_hold_ms);
+		EXPECT_EQ(f.vlan, 0) << "untagged unless asked";
+		EXPECT_FALSE(f.ecn);
 	}
 }
 

@@ -262,7 +262,6 @@ TEST_F(SoftWire, BuildsIdenticalFrames)
 				udp->dgram_cksum = 0;
 			}
 			av.l3 = v4 ? 4 : 6;
-			av.addr_len = uint8_t(addr);
 			ah_handle h = ahs.publish(slot);
 
 			soft_queue q;

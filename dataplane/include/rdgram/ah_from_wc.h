@@ -36,20 +36,30 @@
  *     undefined first bytes of the area (mlx5 leaves them as they were in
  *     the receive buffer). Here: 0 for IPv4, bits 19:0 of word 0 for an
  *     IPv6 header or IB GRH.
- *   - sl: on an Ethernet port 0. mlx5 puts the RoCE L3 header type in CQE
+ *   - sl: on an Ethernet port the received 802.1Q priority (PCP, 0..7;
+ *     0 for an untagged frame), which every rdgram driver reports in
+ *     wc.sl on RoCE, so that a reply travels in its request's priority
+ *     class (the SL's meaning on RoCE, ibv_create_ah(3)). rdma-core copies
+ *     wc.sl whatever it holds: mlx5 puts the RoCE L3 header type in CQE
  *     flags_rqpn bits 27:24 and rdma-core's mlx5 provider reports those
- *     bits as wc.sl (providers/mlx5/cq.c, handle_responder), which
- *     ibv_init_ah_from_wc copies into ah_attr.sl: the reply would get the
- *     VLAN priority (the SL's meaning on RoCE) 2 or 3 by IP version. The
- *     kernel's mlx5 takes the SL from the VLAN PCP or uses 0; rdgram sends
- *     untagged frames, so 0. On InfiniBand wc.sl is the real SL (4 bits).
+ *     bits as wc.sl (providers/mlx5/cq.c, handle_responder), so there the
+ *     reply would get priority 2 or 3 by IP version. rdgram's mlx5 and
+ *     verbs drivers report 0 on RoCE instead (neither reads the CQE's
+ *     VLAN field yet), the soft driver the frame's PCP; the kernel's mlx5
+ *     likewise takes the SL from the VLAN PCP or uses 0. On InfiniBand
+ *     wc.sl is the real SL (4 bits).
  *   - hop_limit: 0xFF, as the kernel's ib_init_ah_attr_from_wc does on IB.
  *     rdma-core echoes the received TTL / hop limit, which is what was left
  *     after the forward path, not a property of the path: a reply sent with
  *     it can expire before it arrives.
  *   - traffic_class on Ethernet: an ECN field of CE (11) becomes ECT(0)
- *     (10). CE marks congestion seen by that one packet; echoing it would
- *     send every reply pre-marked. DSCP is kept. (IB TClass: kept as is.)
+ *     (10); rdma-core copies the whole byte. CE is what a congested switch
+ *     wrote on that one packet (RFC 3168 5): the sender's own ECN field
+ *     was ECT, so the reply claims ECT as the request's sender did. A
+ *     reply that echoed CE would leave pre-marked, and every switch on its
+ *     way and the receiver's congestion control (DCQCN's CNP) would take
+ *     it for congestion that never happened. DSCP is kept. (IB TClass:
+ *     kept as is.)
  *   - GID index: a hash index built once per port (gid_index below), not a
  *     scan; like the scan it yields the lowest index holding the GID.
  *     rdgram's GID tables hold one type per port (RoCEv2 on Ethernet, IB on
@@ -260,7 +270,7 @@ inline int init_ah_from_wc(const port_attr &port, const gid_index &gids, uint8_t
 
 	memset(attr, 0, sizeof(*attr));
 	attr->dlid = wc.slid;
-	attr->sl = eth ? 0 : uint8_t(wc.sl & 0xf);
+	attr->sl = uint8_t(wc.sl & (eth ? 0x7 : 0xf));
 	attr->src_path_bits = wc.dlid_path_bits;
 	attr->port_num = port_num;
 
