@@ -210,6 +210,9 @@ public:
 	uint16_t port_id() const { return cfg_.port_id; }
 	const rte_ether_addr &mac() const { return mac_; }
 	const std::string &error() const { return err_; }
+	/* A VLAN port whose PMD inserts the 802.1Q tag (open enabled
+	 * RTE_ETH_TX_OFFLOAD_VLAN_INSERT); false: TX writes it. */
+	bool vlan_tx_offload() const { return vlan_tx_offload_; }
 	const ah_table<soft_av> &ahs() const { return ahs_; }
 
 	/* Builds the AV for attr into av (exposed for tests). 0 or errno. */

@@ -126,6 +126,9 @@ const char *netns_reason()
 			"ip link add rdmtu2 type veth peer name rdmtu3",
 			"ip link set rdmtu2 up",
 			"ip link set rdmtu3 up",
+			"ip link add rdmtu4 type veth peer name rdmtu5",
+			"ip link set rdmtu4 mtu 9000 up",
+			"ip link set rdmtu5 mtu 9000 up",
 		};
 		for (const char *c : cmds)
 			if (system((std::string(c) + " 2>&1").c_str()) != 0)
@@ -143,6 +146,7 @@ struct link_pair {
 	soft::soft_queue q[2];
 	wire::gid v4[2] = {ip_of("10.7.0.1"), ip_of("10.7.0.2")};
 	wire::gid v6[2] = {ip_of("fd00:7::1"), ip_of("fd00:7::2")};
+	uint16_t vlan = 0; /* soft_config::vlan of both sides */
 	std::string err;
 
 	int open(uint16_t p0, uint16_t p1, uint32_t mtu, rte_mempool *pool0 = nullptr)
@@ -164,6 +168,7 @@ struct link_pair {
 			c.rx_desc = c.tx_desc = 256;
 			c.qsbr = g_rt->qsbr();
 			c.pool = i == 0 ? pool0 : nullptr;
+			c.vlan = vlan;
 			if (int e = dev[i].open(c); e != 0) {
 				err = dev[i].error();
 				return e;
@@ -406,6 +411,28 @@ TEST_P(SoftMtu, NetAfPacket)
 	ASSERT_EQ(l.open(uint16_t(ap.port[0]), uint16_t(ap.port[1]), mtu), 0) << l.err;
 	EXPECT_EQ(log.text().find("are lost"), std::string::npos) << log.text();
 	exchange_all(l, mtu);
+	close_pair(l);
+}
+
+/* 802.1Q over a kernel link, both ports on VLAN 78: net_af_packet inserts
+ * the tag on TX (the offload the device enabled) and the kernel hands it
+ * to the receiving socket out of band (TP_STATUS_VLAN_VALID; the PMD puts
+ * it back in the frame or reports it stripped); the largest datagram of a
+ * 4096-byte MTU, 4 bytes longer tagged, arrives both ways, IPv4 and
+ * IPv6. */
+TEST(SoftMtuVlan, NetAfPacketTagged)
+{
+	if (const char *why = netns_reason())
+		GTEST_SKIP() << why;
+	afp_ports ap("vlan", "rdmtu4", "rdmtu5", ",qpairs=1,blocksz=8192,framesz=8192,framecnt=64");
+	ASSERT_TRUE(ap.ok());
+	link_pair l;
+	l.vlan = 78;
+	ASSERT_EQ(l.open(uint16_t(ap.port[0]), uint16_t(ap.port[1]), 4096), 0) << l.err;
+	EXPECT_TRUE(l.dev[0].vlan_tx_offload()) << "net_af_packet offers RTE_ETH_TX_OFFLOAD_VLAN_INSERT";
+	exchange_all(l, 4096);
+	for (int i = 0; i < 2; i++)
+		EXPECT_EQ(l.q[i].counters().rx_vlan_untagged + l.q[i].counters().rx_vlan_other, 0u) << i;
 	close_pair(l);
 }
 

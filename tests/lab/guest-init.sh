@@ -30,7 +30,7 @@ for arg in $(cat /proc/cmdline); do
 	lab.ip=*) LAB_IP=${arg#lab.ip=} ;;
 	lab.ip6=*) LAB_IP6=${arg#lab.ip6=} ;;
 	lab.mtu=*) LAB_MTU=${arg#lab.mtu=} ;;
-	lab.vlan=*) LAB_VLAN=${arg#lab.vlan=} ;; # VID,IPV4/LEN,IPV6/LEN: rxe0 on eth0.VID
+	lab.vlan=*) LAB_VLAN=${arg#lab.vlan=} ;; # VID,IPV4/LEN,IPV6/LEN: eth0.VID with them
 	lab.keep=*) LAB_KEEP_PATHS=${arg#lab.keep=} ;;
 	lab.guest_timeout=*) LAB_GUEST_TIMEOUT=${arg#lab.guest_timeout=} ;;
 	lab.insmod=*) LAB_INSMOD=${arg#lab.insmod=} ;; # one more, after the list (the lab's self-test)
@@ -83,13 +83,16 @@ hip link set eth0 up || die "no eth0 (virtio_net)"
 [ -n "$LAB_IP" ] && hip addr add "$LAB_IP" dev eth0
 [ -n "$LAB_IP6" ] && hip -6 addr add "$LAB_IP6" dev eth0 nodad
 
-rxe_dev=eth0
 if [ -n "$LAB_VLAN" ]; then
-	# eth0 keeps the lab's untagged addresses (the tools' TCP exchange);
-	# RoCE lives on the VLAN, with addresses of its own. Linux answers ARP
-	# for any of its addresses on any interface by default: arp_ignore 1
-	# keeps the VLAN's addresses off the untagged link, as on a fabric
-	# where the VLAN is the only way in.
+	# RoCE on a VLAN: the VLAN netdev eth0.VID with addresses of its own;
+	# eth0 keeps the lab's untagged ones (the tools' TCP exchange). rxe
+	# stays on eth0: Linux refuses rxe on a VLAN netdev since 5.11
+	# ("rxe creation allowed on top of a real device only", EPERM), and
+	# its GID table takes the VLAN's addresses as GIDs whose netdev is
+	# eth0.VID, which rxe sends through (tagged) and receives from. Linux
+	# answers ARP for any of its addresses on any interface by default:
+	# arp_ignore 1 keeps the VLAN's addresses off the untagged link, as on
+	# a fabric where the VLAN is the only way in.
 	vid=${LAB_VLAN%%,*}
 	rest=${LAB_VLAN#*,}
 	echo 1 >/proc/sys/net/ipv4/conf/all/arp_ignore
@@ -97,10 +100,9 @@ if [ -n "$LAB_VLAN" ]; then
 	hip link set eth0.$vid up
 	hip addr add "${rest%%,*}" dev eth0.$vid
 	hip -6 addr add "${rest#*,}" dev eth0.$vid nodad
-	rxe_dev=eth0.$vid
 fi
-chroot /host /usr/bin/rdma link add rxe0 type rxe netdev $rxe_dev || die "rdma link add rxe0 failed"
-say "rxe0 on $rxe_dev $LAB_IP $LAB_IP6 ${LAB_VLAN:-}"
+chroot /host /usr/bin/rdma link add rxe0 type rxe netdev eth0 || die "rdma link add rxe0 failed"
+say "rxe0 on eth0 $LAB_IP $LAB_IP6 ${LAB_VLAN:+(VLAN $LAB_VLAN)}"
 
 # Bounded inside the guest too: a script that hangs ends with 124 and the
 # host says so, whatever the emulator's speed.

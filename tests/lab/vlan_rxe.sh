@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # 802.1Q on the wire: rdgram-perf (soft driver, net_af_packet on the lab's
 # tap, [port] vlan = 78) against rdma-core's ibv_ud_pingpong and perftest's
-# ib_send_lat -c UD on rxe0 over the guest's eth0.78 (Linux's own VLAN
-# netdev: `rdma link add rxe0 type rxe netdev eth0.78`), rdgram-perf as
-# server and as client, IPv4 and IPv6 GIDs; then an untagged rdgram port
+# ib_send_lat -c UD on rxe0 through the guest's VLAN netdev eth0.78 (Linux's
+# own 802.1Q: rxe0 is on eth0, as Linux wants it since 5.11, and uses the
+# GIDs of eth0.78's addresses, whose frames the VLAN netdev tags and
+# untags; guest-init.sh), rdgram-perf as server and as client, IPv4 and IPv6 GIDs; then an untagged rdgram port
 # against the same rxe, which must not get through (rdgram-perf counts rxe's
 # tagged frames as rx_vlan_tagged, rxe receives nothing). The tools' TCP
 # exchange stays on the lab's untagged addresses; RoCE lives on the VLAN's
