@@ -42,6 +42,8 @@ PEER_SOFT_IP4=${PEER_SOFT_IP4:-$LAB_SOFT_IP}
 PEER_SOFT_IP6=${PEER_SOFT_IP6:-$LAB_SOFT_IP6}
 PEER_GUEST_IP4=${PEER_GUEST_IP4:-$LAB_GUEST_IP}
 PEER_GUEST_IP6=${PEER_GUEST_IP6:-$LAB_GUEST_IP6}
+PEER_UNTAGGED_IP4=${PEER_UNTAGGED_IP4:-$PEER_SOFT_IP4} # the client-untagged case's
+PEER_UNTAGGED_IP6=${PEER_UNTAGGED_IP6:-$PEER_SOFT_IP6}
 PEER_NAMES=()
 PEER_ARGS=()
 PEER_QPN=0x000100 # rdgram-perf's QPN (the config's)
@@ -84,6 +86,10 @@ peer_config() {
 	local fam=$1 untagged=${2:-} f=$LAB_RUN/rdgram-$1${2:+-untagged}.toml addr=$PEER_SOFT_IP4 vlan=
 	[[ $fam == v6 ]] && addr=$PEER_SOFT_IP6
 	[[ -n $PEER_VLAN && -z $untagged ]] && vlan="vlan = $PEER_VLAN"
+	# An address of its own: the guest's kernel knows the tagged one's MAC
+	# from the cases before, and would not ask (its ARP/ND is what the
+	# untagged port must see and count).
+	[[ -n $untagged ]] && addr=$PEER_UNTAGGED_IP4 && [[ $fam == v6 ]] && addr=$PEER_UNTAGGED_IP6
 	cat >"$f" <<EOF
 [port]
 mtu = 2048
