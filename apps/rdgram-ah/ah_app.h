@@ -21,6 +21,8 @@ struct ah_app_config {
 	uint32_t capacity = 65536;    /* AH registry capacity */
 	uint32_t max_ah = 1u << 20;   /* the soft device's AH table */
 	uint32_t neigh_ttl_ms = 30000; /* reachable lifetime of a resolved neighbour */
+	uint16_t vlan = 0;            /* 802.1Q VLAN of both ports (0: untagged) */
+	bool ecn = false;             /* ECT(0) on datagrams (soft_params.h) */
 	double hold_s = 0;            /* keep running after the report (telemetry) */
 	bool json = false;
 	/* inspect */

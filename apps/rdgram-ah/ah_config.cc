@@ -23,6 +23,9 @@ void load_ah_config(const std::string &path, ah_app_config &c)
 		c.capacity = uint32_t(t->get_int("capacity", c.capacity, 1, 1 << 24));
 		c.max_ah = soft::get_soft_key(*t, "max_ah", c.max_ah);
 		c.neigh_ttl_ms = soft::get_soft_key(*t, "neigh_ttl_ms", c.neigh_ttl_ms);
+		if (t->has("vlan"))
+			c.vlan = uint16_t(soft::get_soft_key(*t, "vlan", 1));
+		c.ecn = t->get_bool("ecn", c.ecn);
 		c.hold_s = t->get_double("hold", c.hold_s, 0, 86400);
 		c.json = t->get_bool("json", c.json);
 		t->finish();

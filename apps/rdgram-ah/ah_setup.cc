@@ -135,6 +135,8 @@ int bring_up(host &h, const std::vector<lcore_cpu> &lcores, const std::vector<wi
 	pc.qsbr = h.rt.qsbr();
 	pc.av_nodes = nodes;
 	pc.nb_mbufs = 4095;
+	pc.vlan = c.vlan;
+	pc.ecn = c.ecn;
 	soft::soft_config lc;
 	lc.port_id = uint16_t(pl_id);
 	lc.nb_queues = uint16_t(nw);
@@ -146,6 +148,8 @@ int bring_up(host &h, const std::vector<lcore_cpu> &lcores, const std::vector<wi
 	lc.qsbr = h.rt.qsbr();
 	lc.av_nodes = nodes;
 	lc.nb_mbufs = 8191;
+	lc.vlan = c.vlan;
+	lc.ecn = c.ecn;
 	for (const auto &d : static_dests)
 		lc.neighbours.push_back({d, mac_p});
 	if (h.peer.open(pc) != 0) {

@@ -29,6 +29,9 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
 		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
 		c.mtu = soft::get_soft_key(*t, "mtu", c.mtu);
+		if (t->has("vlan"))
+			c.vlan = uint16_t(soft::get_soft_key(*t, "vlan", 1));
+		c.ecn = t->get_bool("ecn", c.ecn);
 		t->finish();
 	}
 	if (auto t = r.get_table("collectives")) {

@@ -33,6 +33,8 @@ struct coll_config {
 	double timeout_s = 30;          /* every phase's deadline */
 	uint32_t qkey = 0x11110000;     /* Q_Key of every rank's QP */
 	uint32_t mtu = 2048;            /* path MTU of every rank's device (IB sizes 256..4096) */
+	uint16_t vlan = 0;              /* soft: 802.1Q VLAN ID of every rank's port (0: untagged) */
+	bool ecn = false;               /* soft: ECT(0) on datagrams (soft_params.h) */
 	std::string idle = "busy";      /* the poll lcore when idle: busy | yield | sleep (poll_idle.h) */
 	uint32_t idle_spins = 64;       /* empty polls in a row before yielding or sleeping */
 	uint32_t idle_sleep_us = 100;   /* sleep: the longest nap */

@@ -85,6 +85,8 @@ int open_soft(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<sof
 	sc.nb_mbufs = fixed_mac ? 2047 : 4095;
 	sc.rx_desc = sc.tx_desc = 512;
 	sc.mtu = c.mtu;
+	sc.vlan = c.vlan;
+	sc.ecn = c.ecn;
 	if (fixed_mac) {
 		sc.resolve = false;
 		for (const rank_addr &a : statics)

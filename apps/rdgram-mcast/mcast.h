@@ -56,6 +56,8 @@ struct mcast_config {
 	double idle_timeout = 2;           /* sub: stop this long after the last message */
 	std::string port;                  /* pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 */
 	std::vector<wire::gid> addresses;  /* pub/sub: the port's addresses */
+	uint16_t vlan = 0;                 /* soft: 802.1Q VLAN of every port (0: untagged) */
+	bool ecn = false;                  /* soft: ECT(0) on datagrams (soft_params.h) */
 	std::string hist_csv, hist_plot;
 	std::vector<std::string> eal_args;
 	/* The driver: "soft" (RoCEv2 over a DPDK port: port, addresses) or

@@ -4,6 +4,7 @@
 #include "mcast.h"
 
 #include "rdgram/config.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::mcast {
 
@@ -34,6 +35,9 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 		c.qpn = uint32_t(t->get_int("qpn", c.qpn, 2, 0xfffffe));
 		c.publisher_id = uint32_t(t->get_int("publisher_id", c.publisher_id, 0, 0xffffffff));
 		c.idle_timeout = t->get_double("idle_timeout", c.idle_timeout, 0.01, 3600);
+		if (t->has("vlan"))
+			c.vlan = uint16_t(soft::get_soft_key(*t, "vlan", 1));
+		c.ecn = t->get_bool("ecn", c.ecn);
 		c.port = t->get_string("port", c.port);
 		if (t->has("addresses")) {
 			c.addresses = t->get_ip_array("addresses");

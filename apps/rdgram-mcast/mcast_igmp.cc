@@ -5,6 +5,8 @@
 
 #include <netinet/in.h>
 
+#include <cstring>
+
 namespace rdgram::mcast {
 
 namespace {
@@ -16,6 +18,15 @@ constexpr uint32_t mld_hdr = 8, mld_record = 20; /* RFC 3810 5.2: report header,
 
 void classify(const uint8_t *f, uint32_t len, membership_seen &s)
 {
+	/* A report of a VLAN port (soft [mcast] vlan): behind one 802.1Q tag. */
+	if (len >= eth_len + 4 && f[12] == 0x81 && f[13] == 0x00) {
+		uint8_t untagged[eth_len + ipv6_len + 8 + mld_hdr + mld_record];
+		const uint32_t n = len - 4 < sizeof(untagged) ? len - 4 : uint32_t(sizeof(untagged));
+		memcpy(untagged, f, 12);
+		memcpy(untagged + 12, f + 16, n - 12);
+		classify(untagged, n, s);
+		return;
+	}
 	/* The IPv4 test asks for a 24-byte header: the soft driver's reports
 	 * carry the Router Alert option (RFC 2113, which RFC 2236 asks for). */
 	if (len >= eth_len + ipv4_min + 4 + igmp_len && f[12] == 0x08 && f[13] == 0x00 &&

@@ -93,6 +93,8 @@ int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &ma
 		if (std::find(sc.av_nodes.begin(), sc.av_nodes.end(), s) == sc.av_nodes.end())
 			sc.av_nodes.push_back(s);
 	sc.nb_mbufs = 8191 * nw_;
+	sc.vlan = c_->vlan;
+	sc.ecn = c_->ecn;
 	if (int rc = n.dev.open(sc); rc != 0) {
 		fprintf(stderr, "rdgram-mcast: %s port: %s\n", n.name.c_str(), n.dev.error().c_str());
 		return rc;

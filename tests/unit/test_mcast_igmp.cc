@@ -108,3 +108,22 @@ TEST(McastIgmp, TruncatedOrMalformedFramesAreOtherWithoutOverread)
 	big_ihl[14] = 0x4f; /* 60-byte header in a 46-byte frame */
 	EXPECT_EQ(count(big_ihl, 46).other, 1u);
 }
+
+/* A VLAN port's reports (soft vlan): the same, behind an 802.1Q tag; a
+ * tagged frame cut short is "other". */
+TEST(McastIgmp, CountsTaggedReports)
+{
+	auto tag = [](std::vector<uint8_t> f) {
+		const uint8_t t[4] = {0x81, 0x00, 0xa0, 78};
+		f.insert(f.begin() + 12, t, t + 4);
+		return f;
+	};
+	const auto r = tag(igmp_frame(0x16)), j = tag(mld_frame(4));
+	membership_seen s;
+	classify(r.data(), uint32_t(r.size()), s);
+	classify(j.data(), uint32_t(j.size()), s);
+	EXPECT_EQ(s.igmp_report, 1u);
+	EXPECT_EQ(s.mld_join, 1u);
+	EXPECT_EQ(s.other, 0u);
+	EXPECT_EQ(count(r, 17).other, 1u);
+}

@@ -189,6 +189,15 @@ TEST(SoftPortConfig, OtherAppsTables)
 	EXPECT_EQ(ah("neigh_ttl_ms = 0\n"),
 		  "F:2:16: key 'ah.neigh_ttl_ms': expected an integer from 1 to 86400000, got 0");
 	EXPECT_EQ(ah("max_ah = 1024\nneigh_ttl_ms = 10\n"), "");
+	/* 802.1Q and ECN: the soft port's keys under those tables too. */
+	EXPECT_EQ(coll("vlan = 4095\n"), "F:2:8: key 'job.vlan': expected an integer from 1 to 4094, got 4095");
+	EXPECT_EQ(ah("vlan = 0\n"), "F:2:8: key 'ah.vlan': expected an integer from 1 to 4094, got 0");
+	EXPECT_EQ(ah("ecn = 2\n"), "F:2:7: key 'ah.ecn': expected true or false, got 2");
+	coll::coll_config cc;
+	EXPECT_EQ(error_of("[job]\nvlan = 78\necn = true\n", [&](const std::string &p) { coll::load_coll_config(p, cc); }),
+		  "");
+	EXPECT_EQ(cc.vlan, 78);
+	EXPECT_TRUE(cc.ecn);
 }
 
 } // namespace
