@@ -280,10 +280,11 @@ bool eal_args_allow_capture(const std::vector<std::string> &args, std::string *w
 	return true;
 }
 
-/* What the shared configuration's primary needs free to start: the EAL's
- * own memzones and heap, the mbuf pools of a small app. More is taken as
- * needed, up to mem_mb per NUMA node. */
-static constexpr unsigned capture_min_mb = 64;
+/* What must be free for a shared configuration: the EAL's own memzones
+ * and heap and the pools of an app at its defaults (the apps take 56 to
+ * 144 MB of 2 MB pages). More is taken as needed, up to mem_mb per NUMA
+ * node; with less free the EAL would start and a pool fail later. */
+static constexpr unsigned capture_min_mb = 160;
 
 eal_defaults default_eal_setup(unsigned mem_mb, const std::string &lcores, bool quiet, capture_mode capture)
 {

@@ -118,7 +118,7 @@ TEST(RuntimeArgs, CaptureChoice)
 	const eal_defaults a = default_eal_setup(512, "3", true, capture_mode::automatic);
 	auto has = [&](const std::string &x) { return std::find(a.args.begin(), a.args.end(), x) != a.args.end(); };
 	std::string dir;
-	const bool can = hugepages_for_capture(64, &dir);
+	const bool can = hugepages_for_capture(160, &dir);
 	EXPECT_EQ(a.shared, can);
 	if (a.shared) {
 		EXPECT_TRUE(has("--huge-dir=" + dir));
