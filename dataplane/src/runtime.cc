@@ -210,9 +210,8 @@ void sweep_stale_hugefiles(const std::string &dir)
 }
 
 /* The hugepage files this process maps (/proc/self/maps) whose name starts
- * with "<prefix>map_": what the EAL leaves in the mount at rte_eal_cleanup
- * (it unmaps, it does not unlink, so that a restarted primary could
- * reattach). */
+ * with "<prefix>map_": rte_eal_cleanup unmaps them but leaves them in the
+ * mount, each holding its page. */
 std::vector<std::string> own_hugefiles(const std::string &prefix)
 {
 	std::vector<std::string> out;
@@ -234,7 +233,7 @@ std::vector<std::string> own_hugefiles(const std::string &prefix)
 
 } // namespace
 
-bool hugepages_for_capture(unsigned need_mb, std::string *why)
+bool hugepages_for_capture(unsigned need_mb, std::string *dir, std::string *why)
 {
 	const std::vector<huge_mount> mounts = hugetlbfs_mounts();
 	if (mounts.empty()) {
@@ -260,7 +259,7 @@ bool hugepages_for_capture(unsigned need_mb, std::string *why)
 			r = "only " + std::to_string(free_mb) + " MB of free hugepages, " + std::to_string(need_mb) +
 			    " MB needed";
 		else {
-			*why = m.dir;
+			*dir = m.dir;
 			return true;
 		}
 		if (reason.empty())
@@ -296,7 +295,7 @@ eal_defaults default_eal_setup(unsigned mem_mb, const std::string &lcores, bool 
 	std::string dir;
 	if (capture == capture_mode::off) {
 		d.why_not = "capture off";
-	} else if (hugepages_for_capture(std::min(mem_mb, capture_min_mb), &dir)) {
+	} else if (hugepages_for_capture(std::min(mem_mb, capture_min_mb), &dir, &d.why_not)) {
 		d.shared = true;
 		sweep_stale_hugefiles(dir);
 		a.push_back("--huge-dir=" + dir);
@@ -304,8 +303,6 @@ eal_defaults default_eal_setup(unsigned mem_mb, const std::string &lcores, bool 
 		for (unsigned n = numa_node_count(); n > 0; n--)
 			lim += std::to_string(mem_mb) + (n > 1 ? "," : "");
 		a.push_back("--socket-limit=" + lim);
-	} else {
-		d.why_not = dir;
 	}
 	if (!d.shared) {
 		if (hugepages_available()) {

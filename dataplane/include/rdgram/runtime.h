@@ -58,10 +58,11 @@ eal_defaults default_eal_setup(unsigned mem_mb, const std::string &lcores, bool 
 /* default_eal_setup(..., capture_mode::off).args */
 std::vector<std::string> default_eal_args(unsigned mem_mb = 512, const std::string &lcores = "",
 					  bool quiet = true);
-/* True when a primary started with a shared configuration on hugepages:
- * a hugetlbfs mount this process may write, whose page size has at least
- * need_mb of free pages. Else false, with the reason in *why. */
-bool hugepages_for_capture(unsigned need_mb, std::string *why);
+/* True when a primary can start with a shared configuration on hugepages:
+ * a hugetlbfs mount this process may write (its directory in *dir), whose
+ * page size has at least need_mb of free pages. Else false, with the
+ * reason in *why. */
+bool hugepages_for_capture(unsigned need_mb, std::string *dir, std::string *why);
 /* Whether explicit EAL arguments leave a shared configuration on
  * hugepages (no --no-huge, --in-memory or --no-shconf): else false with
  * the option that rules it out in *why. */
