@@ -23,10 +23,31 @@ struct app_start {
 	std::string default_lcores;         /* runtime::init's, when eal is empty */
 	bool verbose = false;               /* runtime::set_verbose */
 	long ctl_max_nap_ns = -1;           /* control_thread::set_max_nap; -1: its default */
+	capture_mode capture = capture_mode::automatic; /* --capture, [eal] capture */
 };
 
-/* 0, or the exit status (1) after one line on stderr: "<app>: <why>". */
+/* 0, or the exit status (1) after one line on stderr: "<app>: <why>".
+ * Then one line on stderr says how to capture the app's ports live
+ * ("<app>: capture: dpdk-dumpcap --file-prefix=rdgram-<pid> -i PORT"), or,
+ * when the app chose the EAL's memory itself (no EAL arguments) or capture
+ * is on, why it cannot ("<app>: capture unavailable: <why> (EAL --no-huge)").
+ * EAL arguments with --no-huge, --in-memory or --no-shconf, or capture
+ * off, already say so: nothing is printed. */
 int start_runtime(runtime &rt, const app_start &s);
+
+/* The --capture option's help text and the [eal] capture key's choices,
+ * the same in every app. */
+inline constexpr const char *capture_help =
+	"live capture with dpdk-dumpcap (config [eal] capture): auto takes hugepages and a shared EAL "
+	"configuration when no EAL arguments are given and hugepages are free, on insists, off never "
+	"(docs/APPS.md, Live capture) [auto]";
+/* The value of --capture or [eal] capture ("off", "auto", "on"). */
+inline capture_mode capture_of(const std::string &name)
+{
+	capture_mode m = capture_mode::automatic;
+	parse_capture_mode(name, &m);
+	return m;
+}
 
 } // namespace rdgram::apps
 

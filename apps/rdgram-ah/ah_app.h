@@ -15,6 +15,7 @@ namespace rdgram::ahtool {
 
 struct ah_app_config {
 	std::vector<std::string> eal_args; /* used when none on the command line */
+	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
 	std::string driver = "soft";  /* apps/common/driver.h; only soft serves this tool */
 	uint32_t workers = 1;         /* poll threads, each with its queue of both devices */
 	bool ipv6 = false;            /* addresses: IPv6 (fd00::/16) instead of IPv4 */

@@ -14,6 +14,7 @@ void load_ah_config(const std::string &path, ah_app_config &c)
 	table_reader r(root, "", path);
 	if (auto t = r.get_table("eal")) {
 		c.eal_args = t->get_string_array("args");
+		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
 		t->finish();
 	}
 	if (auto t = r.get_table("ah")) {

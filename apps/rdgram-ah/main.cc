@@ -70,6 +70,9 @@ int main(int argc, char **argv)
 	std::string cfg_path;
 	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-ah.toml); options override it");
 	app.flag("--json", c.json, "print one JSON object instead of tables [off]");
+	app.add("--capture", c.capture, apps::capture_help)
+		.one_of({"auto", "on", "off"});
+
 	app.flag("--ipv6", c.ipv6, "use IPv6 addresses (fd00::/16) instead of IPv4 (10/8) [off]");
 	app.add("--capacity", c.capacity, "AH registry capacity [65536]").range(1u, 1u << 24);
 	app.add("--max-ah", c.max_ah, "the soft device's AH table size (max_ah) [1048576]").range(1u, 1u << 24);
@@ -163,7 +166,8 @@ int main(int argc, char **argv)
 	const ah_dests dests = plan_dests(c, ins.parsed(), sto.parsed(), storm_n);
 
 	runtime rt;
-	if (int rc = apps::start_runtime(rt, {.app = "rdgram-ah", .eal = sa.eal_given ? sa.eal : c.eal_args, .argv0 = argv[0]});
+	if (int rc = apps::start_runtime(rt, {.app = "rdgram-ah", .eal = sa.eal_given ? sa.eal : c.eal_args, .argv0 = argv[0],
+					      .capture = apps::capture_of(c.capture)});
 	    rc != 0)
 		return rc;
 	int status = 0;

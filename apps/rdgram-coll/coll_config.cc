@@ -14,6 +14,7 @@ void load_coll_config(const std::string &path, coll_config &c)
 	table_reader r(root, "", path);
 	if (auto t = r.get_table("eal")) {
 		c.eal_args = t->get_string_array("args");
+		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
 		t->finish();
 	}
 	if (auto t = r.get_table("job")) {

@@ -17,6 +17,7 @@ namespace rdgram::coll {
 
 struct coll_config {
 	std::vector<std::string> eal_args; /* used when none on the command line */
+	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
 	std::string driver = "soft";    /* soft | verbs | mlx5 | efa (apps/common/driver.h) */
 	std::string mode = "threads";   /* threads | procs */
 	uint32_t ranks = 8;             /* job size (procs: unless a launcher says) */

@@ -80,6 +80,8 @@ int main(int argc, char **argv)
 			34};
 	std::string cfg_path;
 	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-coll.toml); options override it");
+	app.add("--capture", c.capture, apps::capture_help)
+		.one_of({"auto", "on", "off"});
 	app.add("--driver", c.driver,
 		"soft (each rank a soft RoCEv2 device on a DPDK port), verbs (an RDMA device through libibverbs: "
 		"any rdma-core provider, rxe included), mlx5 (direct verbs) or efa [soft]");
@@ -176,7 +178,10 @@ int main(int argc, char **argv)
 		return rc;
 
 	runtime rt;
-	if (int rc = apps::start_runtime(rt, {.app = "rdgram-coll", .eal = k.eal, .argv0 = argv[0]}); rc != 0)
+	if (int rc = apps::start_runtime(rt, {.app = "rdgram-coll",
+					      .eal = k.eal,
+					      .argv0 = argv[0],
+					      .capture = apps::capture_of(c.capture)}); rc != 0)
 		return rc;
 	/* The driver, picked once: the job is compiled for each built
 	 * driver's queue type and this runs one of them. */

@@ -134,6 +134,7 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 	}
 	if (auto t = r.get_table("eal")) {
 		c.eal_args = t->get_string_array("args");
+		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
 		t->finish();
 	}
 	if (r.has("port")) {

@@ -97,6 +97,7 @@ struct fwd_config {
 	uint32_t pending_total = 16384;
 	uint32_t pending_timeout_ms = 1000;
 	std::vector<std::string> eal_args;
+	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
 	std::vector<port_config> ports;
 	std::vector<peer_config> peers;
 	std::vector<rule_config> rules;

@@ -118,6 +118,9 @@ int main(int argc, char **argv)
 		"devargs of the first port, e.g. net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap (overrides "
 		"[[port]] device; with no [[port]] in the config: MAC 02:00:00:00:00:01, address "
 		"10.0.0.1, QP 0x100 with Q_Key 0x11111111) [none]");
+	std::string capture;
+	app.add("--capture", capture, apps::capture_help)
+		.one_of({"auto", "on", "off"});
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
 	try {
@@ -139,6 +142,8 @@ int main(int argc, char **argv)
 			c.stats_interval_s = interval;
 		if (!stats_json.empty())
 			c.stats_json = stats_json;
+		if (!capture.empty())
+			c.capture = capture;
 		if (!port_args.empty()) {
 			if (c.ports.empty()) {
 				port_config p;
@@ -178,7 +183,8 @@ int main(int argc, char **argv)
 
 	runtime rt;
 	if (int rc = apps::start_runtime(rt, {.app = "rdgram-fwd", .eal = sa.eal_given ? sa.eal : c.eal_args,
-					      .argv0 = argv[0]});
+					      .argv0 = argv[0],
+					      .capture = apps::capture_of(c.capture)});
 	    rc != 0)
 		return rc;
 	const int status = apps::with_driver(kind, [&](auto tag) {

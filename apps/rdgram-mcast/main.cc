@@ -256,7 +256,8 @@ int main(int argc, char **argv)
 
 	runtime rt;
 	if (int rc = apps::start_runtime(rt, {.app = "rdgram-mcast", .eal = sa.eal_given ? sa.eal : c.eal_args,
-					      .argv0 = argv[0]});
+					      .argv0 = argv[0],
+					      .capture = apps::capture_of(c.capture)});
 	    rc != 0)
 		return rc;
 	std::vector<lcore_cpu> lcores;

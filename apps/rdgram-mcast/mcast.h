@@ -60,6 +60,7 @@ struct mcast_config {
 	bool ecn = false;                  /* soft: ECT(0) on datagrams (soft_params.h) */
 	std::string hist_csv, hist_plot;
 	std::vector<std::string> eal_args;
+	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
 	/* The driver: "soft" (RoCEv2 over a DPDK port: port, addresses) or
 	 * "verbs" (an RDMA device through rdma-core; groups joined through
 	 * rdma_cm, the subscriber's QP attached with ibv_attach_mcast). */

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "app_start.h"
 #include "cli.h"
 #include "driver.h"
 #include "mcast.h"
@@ -76,6 +77,10 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 	app.add("--idle-timeout", idle, "sub: stop this many seconds after the last message (none yet: run until --duration or Ctrl-C) [2]")
 		.range(0.01, 3600.0);
 	app.add("--port", port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
+	std::string capture;
+	app.add("--capture", capture, apps::capture_help)
+		.one_of({"auto", "on", "off"});
+
 	app.add("--address", addrs, "pub/sub: the port's IPv4/IPv6 address; repeat for both families [none]");
 	app.add("--driver", driver, "soft (RoCEv2 over a DPDK port) or verbs (an RDMA device; groups joined "
 				    "through rdma_cm, the subscriber's QP attached with ibv_attach_mcast); mlx5 and efa "
@@ -152,6 +157,8 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 		c.idle_timeout = idle;
 	if (!port.empty())
 		c.port = port;
+	if (!capture.empty())
+		c.capture = capture;
 	if (!driver.empty())
 		c.driver = driver;
 	if (workers != 0)

@@ -56,6 +56,7 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 	}
 	if (auto t = r.get_table("eal")) {
 		c.eal_args = t->get_string_array("args");
+		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
 		t->finish();
 	}
 	r.finish();

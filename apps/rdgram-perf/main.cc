@@ -50,7 +50,8 @@ int start_runtime(runtime &rt, const perf_options &o, const char *argv0)
 					.default_lcores = lc,
 					.verbose = o.verbose,
 					/* range checked by the parsers */
-					.ctl_max_nap_ns = long(c.ctl_max_nap_us) * 1000});
+					.ctl_max_nap_ns = long(c.ctl_max_nap_us) * 1000,
+					.capture = apps::capture_of(c.capture)});
 }
 
 } // namespace

@@ -8,6 +8,7 @@
 
 #include <rte_config.h>
 
+#include "app_start.h"
 #include "perf_peer.h"
 #include "rdgram/config.h"
 
@@ -62,6 +63,9 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 	app.add("--port", port_args,
 		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
 		"[server|client].vdev; a port given with the EAL's --vdev is found by name)");
+	std::string capture;
+	app.add("--capture", capture, apps::capture_help)
+		.one_of({"auto", "on", "off"});
 	std::string oob, oob_proto;
 	app.add("--oob", oob,
 		"HOST:PORT of a TCP exchange of addresses before the test, as perftest does: the server "
@@ -158,6 +162,8 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 	}
 	if (!port_args.empty())
 		(c.mode == "server" ? c.server : c.client).vdev = port_args;
+	if (!capture.empty())
+		c.capture = capture;
 	c.use_imm |= imm;
 	if (peer_proto(c) && !peer_config_ok(c))
 		return 2;

@@ -65,6 +65,7 @@ void load_perf_config(const std::string &path, perf_config &c)
 	}
 	if (auto t = r.get_table("eal")) {
 		c.eal_args = t->get_string_array("args");
+		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
 		t->finish();
 	}
 	if (auto t = r.get_table("port")) {

@@ -69,6 +69,7 @@ struct perf_config : soft::soft_port_params {
 	bool json = false;
 	bool use_imm = false;
 	std::vector<std::string> eal_args; /* used when none on the command line */
+	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
 	/* txonly: prepared destinations the client cycles through (distinct
 	 * GIDs, each a static neighbour with its own AH), and in which order:
 	 * "rr" (round robin) or "random" (a permutation made before the loop). */

@@ -4,6 +4,9 @@
  * Poll-core placement on hwloc synthetic topologies with several NUMA nodes
  * (this machine has one).
  */
+#include <algorithm>
+#include <cerrno>
+
 #include <gtest/gtest.h>
 #include <hwloc.h>
 
@@ -86,6 +89,48 @@ TEST(RuntimeArgs, ContainerDefaults)
 		EXPECT_TRUE(has("--in-memory"));
 	else
 		EXPECT_TRUE(has("--no-huge") && has("--no-shconf") && !has("--in-memory"));
+}
+
+TEST(RuntimeArgs, CaptureChoice)
+{
+	capture_mode m = capture_mode::off;
+	EXPECT_EQ(parse_capture_mode("auto", &m), 0);
+	EXPECT_EQ(m, capture_mode::automatic);
+	EXPECT_EQ(parse_capture_mode("on", &m), 0);
+	EXPECT_EQ(m, capture_mode::on);
+	EXPECT_EQ(parse_capture_mode("off", &m), 0);
+	EXPECT_EQ(m, capture_mode::off);
+	EXPECT_EQ(parse_capture_mode("yes", &m), EINVAL);
+
+	std::string why;
+	EXPECT_TRUE(eal_args_allow_capture({"-l", "0,1", "--file-prefix=x"}, &why));
+	EXPECT_FALSE(eal_args_allow_capture({"-l", "0", "--no-huge", "-m", "64"}, &why));
+	EXPECT_EQ(why, "the EAL arguments say --no-huge");
+	EXPECT_FALSE(eal_args_allow_capture({"--in-memory"}, &why));
+	EXPECT_FALSE(eal_args_allow_capture({"--no-shconf"}, &why));
+
+	/* off: today's container defaults, whatever the machine has. */
+	const eal_defaults off = default_eal_setup(512, "3", true, capture_mode::off);
+	EXPECT_FALSE(off.shared);
+	EXPECT_EQ(off.args, default_eal_args(512, "3"));
+	/* auto: shared exactly when hugepages_for_capture says so, else the
+	 * off defaults with its reason. */
+	const eal_defaults a = default_eal_setup(512, "3", true, capture_mode::automatic);
+	auto has = [&](const std::string &x) { return std::find(a.args.begin(), a.args.end(), x) != a.args.end(); };
+	std::string dir, no;
+	const bool can = hugepages_for_capture(160, &dir, &no);
+	EXPECT_EQ(a.shared, can);
+	if (a.shared) {
+		EXPECT_TRUE(has("--huge-dir=" + dir));
+		EXPECT_FALSE(has("--no-huge") || has("--no-shconf") || has("--in-memory"));
+		EXPECT_TRUE(std::any_of(a.args.begin(), a.args.end(),
+					[](const std::string &x) { return x.starts_with("--socket-limit=512"); }));
+		EXPECT_TRUE(a.why_not.empty());
+	} else {
+		EXPECT_EQ(a.args, off.args);
+		EXPECT_EQ(a.why_not, no);
+		EXPECT_FALSE(a.why_not.empty());
+	}
 }
 
 TEST(RuntimeArgs, QuietEalUnlessAsked)

@@ -28,12 +28,45 @@ struct split_args {
 };
 split_args split_command_line(int argc, char **argv);
 
+/* Live capture (DPDK's pdump, e.g. dpdk-dumpcap as a secondary process):
+ * off:  the container defaults below, no shared EAL configuration;
+ * auto: a shared configuration on hugepages when they can be had, else off
+ *       with the reason;
+ * on:   a shared configuration on hugepages, or the runtime refuses to
+ *       start (with the reason). */
+enum class capture_mode { off, automatic, on };
+/* "off", "auto" or "on": 0, or EINVAL. */
+int parse_capture_mode(const std::string &name, capture_mode *m);
+
+/* The default EAL arguments and what they allow. */
+struct eal_defaults {
+	std::vector<std::string> args;
+	bool shared = false;    /* hugepages in a hugetlbfs mount, shared configuration */
+	std::string why_not;    /* !shared: why (one clause, e.g. "no hugetlbfs mount") */
+};
+
 /* EAL arguments that run in a container: every CPU this process may use as
- * an lcore, no PCI scan, a private --file-prefix, and hugepages only when
- * some are free (else --no-huge with -m mem_mb and --no-shconf: DPDK 22.11
- * refuses --in-memory together with --no-huge); quiet: eal_quiet_log_args. */
+ * an lcore, no PCI scan, a private --file-prefix (rdgram-<pid>), and
+ *   shared (capture auto/on, hugepages_for_capture): hugepages in the
+ *     mount, memory taken as needed up to mem_mb per NUMA node
+ *     (--socket-limit), and a shared configuration secondaries attach to;
+ *   else hugepages only when some are free, --in-memory (private), or
+ *     --no-huge with -m mem_mb and --no-shconf (DPDK 22.11 refuses
+ *     --in-memory together with --no-huge);
+ * quiet: eal_quiet_log_args. */
+eal_defaults default_eal_setup(unsigned mem_mb, const std::string &lcores, bool quiet, capture_mode capture);
+/* default_eal_setup(..., capture_mode::off).args */
 std::vector<std::string> default_eal_args(unsigned mem_mb = 512, const std::string &lcores = "",
 					  bool quiet = true);
+/* True when a primary can start with a shared configuration on hugepages:
+ * a hugetlbfs mount this process may write (its directory in *dir), whose
+ * page size has at least need_mb of free pages. Else false, with the
+ * reason in *why. */
+bool hugepages_for_capture(unsigned need_mb, std::string *dir, std::string *why);
+/* Whether explicit EAL arguments leave a shared configuration on
+ * hugepages (no --no-huge, --in-memory or --no-shconf): else false with
+ * the option that rules it out in *why. */
+bool eal_args_allow_capture(const std::vector<std::string> &args, std::string *why);
 
 /* The EAL options that keep DPDK's start-up quiet: its libraries and PMDs
  * at WARNING (the EAL's "Detected CPU lcores", the CRC library's handler
@@ -78,6 +111,16 @@ public:
 	 * errno value with a message in error(). */
 	int init(const std::vector<std::string> &eal_args, const char *prog,
 		 const std::string &default_lcores = "");
+	/* Before init: off (the default), auto or on (capture_mode). With a
+	 * shared configuration init also starts DPDK's pdump server
+	 * (rte_pdump_init) and fini stops it. */
+	void set_capture(capture_mode m) { capture_ = m; }
+	/* After init: true when a secondary (dpdk-dumpcap) can capture from
+	 * this process's ports; else capture_why() says why not. */
+	bool capture_ready() const { return pdump_up_; }
+	const std::string &capture_why() const { return capture_why_; }
+	/* After init: the EAL's --file-prefix ("rdgram-<pid>" by default). */
+	std::string file_prefix() const;
 	/* Before init: false (the default) starts the EAL quietly, with
 	 * eal_quiet_log_args ahead of eal_args, unless they hold a --log-level
 	 * of their own (then the caller's levels stand); true leaves DPDK's
@@ -99,6 +142,9 @@ public:
 private:
 	bool eal_up_ = false;
 	bool verbose_ = false;
+	bool pdump_up_ = false;
+	capture_mode capture_ = capture_mode::off;
+	std::string capture_why_;
 	hwloc_topology_t topo_ = nullptr;
 	rte_rcu_qsbr *qs_ = nullptr;
 	control_thread ctl_;
