@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 The rdgram authors
+#
+# rdgram-coll procs mode under a real Slurm: a one-node cluster of its own
+# (tests/cluster/slurm.sh: Debian's munged, slurmctld and slurmd, the PMIx
+# plugin) inside the fabric's network namespace (lib.sh fabric_up: a
+# Linux bridge, one veth per rank), and `srun --mpi=pmix` starting the
+# ranks, each on net_af_packet on its veth, the PMIx bootstrap (no --rank,
+# --ranks or --rendezvous).
+#   job N   a job of N ranks: every rank passes with every collective
+#           verified; each prints its placement (lcore_placement.h) and the
+#           placements are checked: local ranks 0..N-1, their lcores on
+#           distinct CPUs while the task's CPUs suffice, else the line says
+#           they share (and they do). Then 2 ranks of one lcore each (-l 0),
+#           which the 2 CPUs here suffice for: distinct CPUs.
+#   kill    a 4-rank job (srun -K, --kill-on-bad-exit): while it runs, each
+#           rank's lcore threads are pinned where its placement line says;
+#           rank 3 is killed (SIGKILL): srun ends the job within 20 s and
+#           names task 3; no rank is left.
+# Needs root (namespaces); skips (77) with the reason without Slurm,
+# munge, the PMIx plugin or a PMIx build. Every run is under timeout;
+# the cluster, the fabric and every process started here are gone at the
+# end, on failure too.
+# Usage: coll_srun.sh RDGRAM_COLL job N | kill
+#   KEEP=1 in the environment copies the outputs and the cluster's logs to
+#   /tmp/coll_srun_keep.
+set -u
+coll=$1
+what=${2:-job}
+n=${3:-8}
+here=$(cd "$(dirname "$0")" && pwd)
+# libpmix's own leaks (tests/lsan.supp), for the ASan tree; srun passes
+# the environment on to the ranks.
+export LSAN_OPTIONS="print_suppressions=0:suppressions=$here/../lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (network namespace, munged and Slurm's daemons as root)"; exit 77; }
+for t in munged mungekey slurmctld slurmd srun sinfo scontrol nsenter; do
+  command -v $t >/dev/null || { echo "SKIP: $t missing (Debian: munge slurmctld slurmd slurm-client; scripts/install-deps.sh cluster)"; exit 77; }
+done
+"$coll" -l 0 --no-huge --no-shconf -m 64 --no-pci -- --mode procs --bootstrap pmix 2>&1 | grep -q 'this build has none' \
+  && { echo "SKIP: rdgram-coll built without PMIx (libpmix-dev)"; exit 77; }
+# shellcheck source=lib.sh
+. "$here/lib.sh"
+# shellcheck source=../cluster/slurm.sh
+. "$here/../cluster/slurm.sh"
+ns=rdsr$$
+tmp=$(mktemp -d)
+pfx=rdgram-srun$$
+srunpid=
+cleanup() {
+  local p
+  [ -n "$srunpid" ] && kill -KILL "$srunpid" 2>/dev/null
+  SLURM_STOP_WAIT=3 slurm_down
+  # Whatever else runs in the namespace (ranks).
+  for p in $(ip netns pids "$ns" 2>/dev/null); do kill -KILL "$p" 2>/dev/null; done
+  fabric_down "$ns"
+  rm -rf "${XDG_RUNTIME_DIR:-/var/run}/dpdk/$pfx"-* /var/run/dpdk/"$pfx"-* 2>/dev/null
+  [ -n "${KEEP:-}" ] && rm -rf /tmp/coll_srun_keep && cp -r "$tmp" /tmp/coll_srun_keep
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+ranks=$n
+[ "$what" = kill ] && ranks=4
+fabric_up "$ns" "$ranks" 2>"$tmp/up.err" || { echo "SKIP: $(cat "$tmp/up.err")"; exit 77; }
+SECONDS=0
+slurm_up "$tmp/slurm" "$ns" || { echo "FAIL: the cluster did not start"; exit 1; }
+echo "cluster up in $SECONDS s: $(slurm_in sinfo -h -o '%P %t %c CPUs on %N')"
+slurm_in srun --mpi=list 2>&1 | grep -q pmix || { echo "SKIP: Slurm's PMIx plugin missing (slurm-wlm-basic-plugins: mpi_pmix_v4.so)"; exit 77; }
+fail=0
+eal="-l 0,1 --no-huge --no-shconf -m 128 --no-pci --log-level=lib.eal:error --file-prefix $pfx-{rank}"
+app="--mode procs --port net_af_packet{rank},iface=rdc{rank} --idle sleep"
+# srun, in the namespace, one output file per rank (%t: the task, = rank).
+srun_in=("${slurm_pre[@]}" srun --mpi=pmix --output="$tmp/%x.%t.out" --error="$tmp/%x.%t.err")
+
+# check_placement NAME N LCORES: every rank's line, local ranks 0..N-1,
+# distinct CPUs while they suffice, else said and so.
+check_placement() {
+  local name=$1 k=$2 lc=$3
+  python3 - "$tmp" "$name" "$k" "$lc" <<'PY'
+import re, sys
+tmp, name, n, lc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+pat = re.compile(r"^rdgram-coll: rank (\d+): placement: local rank (\d+) of (\d+), the task's CPUs (\S+) "
+                 r"\(every local rank's\): lcores? ([\d,]+) on CPUs? ([\d,]+); (.*)$")
+local_ranks, use, said, tasks, bad = [], {}, set(), set(), []
+for r in range(n):
+    lines = [m for m in map(pat.match, open("%s/%s.%d.out" % (tmp, name, r))) if m]
+    if len(lines) != 1:
+        bad.append("rank %d: %d placement lines" % (r, len(lines)))
+        continue
+    m = lines[0]
+    if int(m[1]) != r or int(m[3]) != n:
+        bad.append("rank %d: says rank %s, local size %s" % (r, m[1], m[3]))
+    local_ranks.append(int(m[2]))
+    tasks.add(m[4])
+    cpus = [int(c) for c in m[6].split(",")]
+    if len(cpus) != lc or len(m[5].split(",")) != lc:
+        bad.append("rank %d: lcores %s on CPUs %s" % (r, m[5], m[6]))
+    for c in cpus:
+        use.setdefault(c, []).append(r)
+    if m[7] != "no CPU shared with another local rank" and not re.fullmatch(
+            r"%d lcores on \d+ CPUs: local ranks share CPUs" % (n * lc), m[7]):
+        bad.append("rank %d: %r" % (r, m[7]))
+    said.add("local ranks share CPUs" in m[7])
+if sorted(local_ranks) != list(range(n)):
+    bad.append("local ranks %s, expected 0..%d" % (sorted(local_ranks), n - 1))
+if len(tasks) != 1:
+    bad.append("the ranks saw different task CPUs: %s" % tasks)
+else:
+    ncpu = 0
+    for part in tasks.pop().split(","):
+        lo, _, hi = part.partition("-")
+        ncpu += int(hi or lo) - int(lo) + 1
+    shared = any(len(v) > 1 for v in use.values())
+    suffice = ncpu >= n * lc
+    if said != {not suffice}:
+        bad.append("%d CPUs for %d x %d lcores, yet the lines say shared: %s" % (ncpu, n, lc, said))
+    if shared != (not suffice):
+        bad.append("%d CPUs for %d x %d lcores, CPUs shared: %s (%s)" % (ncpu, n, lc, shared, use))
+    print("placement: %d ranks x %d lcores on %d CPUs: %s; lcores per CPU %s"
+          % (n, lc, ncpu, "shared, as the lines say" if shared else "distinct CPUs, as the lines say",
+             {c: len(v) for c, v in sorted(use.items())}))
+for b in bad:
+    print("FAIL: placement:", b)
+sys.exit(1 if bad else 0)
+PY
+}
+
+# check_job NAME N ITERS: every rank passed with every collective verified
+# under PMIx.
+check_job() {
+  local name=$1 k=$2 iters=$3 r f ok=0
+  for ((r = 0; r < k; r++)); do
+    f=$tmp/$name.$r.out
+    if ! grep -q '^result: PASS$' "$f" || ! grep -q "verified: $((iters * 3))  failed: 0" "$f" \
+      || ! grep -q "^rdgram-coll: $k ranks, mode procs (PMIx), exchange .* ms, bootstrap PMIx$" "$f"; then
+      echo "FAIL: $name rank $r"; cat "$f" "$tmp/$name.$r.err" 2>/dev/null; ok=1
+    fi
+  done
+  grep -q "$((k - 1))/$((k - 1)) created" "$tmp/$name.0.out" || { echo "FAIL: $name: storm incomplete"; ok=1; }
+  return $ok
+}
+
+if [ "$what" = job ]; then
+  # N ranks of -l 0,1: on 2 CPUs they share them, and say so.
+  t0=$SECONDS
+  # shellcheck disable=SC2086
+  timeout 120 "${srun_in[@]}" -J j$n -n "$n" "$coll" $eal -- $app --iters 10 --timeout 60 \
+    --json "$tmp/j$n-{rank}.json" >"$tmp/srun.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ]; then echo "FAIL: srun -n $n exit $rc"; cat "$tmp/srun.log"; tail -n 20 "$tmp"/j"$n".*; fail=1
+  elif check_job "j$n" "$n" 10 && check_placement "j$n" "$n" 2; then
+    echo "srun --mpi=pmix -n $n: every rank verified in $((SECONDS - t0)) s"
+    grep -h 'placement' "$tmp/j$n.1.out"
+  else fail=1; fi
+  # 2 ranks of one lcore: the 2 CPUs suffice, each its own.
+  t0=$SECONDS
+  # shellcheck disable=SC2086
+  timeout 60 "${srun_in[@]}" -J one -n 2 "$coll" ${eal/-l 0,1/-l 0} -- $app --iters 10 --timeout 30 >"$tmp/srun1.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ]; then echo "FAIL: srun -n 2 (-l 0) exit $rc"; cat "$tmp/srun1.log" "$tmp"/one.*; fail=1
+  elif check_job one 2 10 && check_placement one 2 1; then
+    echo "srun -n 2, -l 0: verified in $((SECONDS - t0)) s"; grep -h placement "$tmp"/one.*.out
+  else fail=1; fi
+fi
+
+if [ "$what" = kill ]; then
+  # pid_of_rank R: the PID of rank R of the job running in the namespace.
+  pid_of_rank() {
+    local p
+    for p in $(ip netns pids "$ns"); do
+      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = rdgram-coll ] || continue
+      tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "PMIX_RANK=$1" && { echo "$p"; return 0; }
+    done
+    return 1
+  }
+  # Line-buffered: the test watches rank 3's output while it runs.
+  # shellcheck disable=SC2086
+  "${srun_in[@]}" -K -J long -n 4 stdbuf -oL "$coll" $eal -- $app --iters 100000 --timeout 30 >"$tmp/long.log" 2>&1 &
+  srunpid=$!
+  for _ in $(seq 300); do
+    grep -qs 'start barrier (PMIx fence) to AHs' "$tmp/long.3.out" && break
+    sleep 0.1
+  done
+  if ! victim=$(pid_of_rank 3); then
+    echo "FAIL: the long job did not start"; cat "$tmp/long.log" "$tmp"/long.*; exit 1
+  fi
+  # Each rank's threads where its line says: lcore 0 the main thread,
+  # lcore 1 the EAL's worker thread (rte-worker-1).
+  for r in 0 1 2 3; do
+    p=$(pid_of_rank $r) || { echo "FAIL: rank $r not found"; fail=1; continue; }
+    want=$(sed -n "s/^rdgram-coll: rank $r: placement: .*: lcores 0,1 on CPUs \([0-9]*\),\([0-9]*\);.*/\1 \2/p" "$tmp/long.$r.out")
+    got="$(awk '/Cpus_allowed_list/ {print $2}' "/proc/$p/status")"
+    for t in /proc/"$p"/task/*; do
+      [ "$(cat "$t/comm")" = rte-worker-1 ] && got="$got $(awk '/Cpus_allowed_list/ {print $2}' "$t/status")"
+    done
+    [ "$got" = "$want" ] || { echo "FAIL: rank $r: lcores 0,1 pinned to CPUs '$got', its placement line says '$want'"; fail=1; }
+  done
+  [ $fail -eq 0 ] && echo "4 ranks' lcores pinned where their placement lines say"
+  kill -KILL "$victim"; t0=$SECONDS
+  for _ in $(seq 200); do kill -0 "$srunpid" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$srunpid" 2>/dev/null; then echo "FAIL: srun still runs 20 s after rank 3 was killed"; fail=1
+  else
+    wait "$srunpid"; rc=$?
+    [ $rc -ne 0 ] || { echo "FAIL: a killed rank, srun exit 0"; fail=1; }
+    grep -q 'srun: error: .*: task 3: Killed' "$tmp/long.log" \
+      || { echo "FAIL: srun did not name task 3"; cat "$tmp/long.log"; fail=1; }
+    left=$(for p in $(ip netns pids "$ns"); do grep -lx rdgram-coll "/proc/$p/comm" 2>/dev/null; done | wc -l)
+    [ "$left" -eq 0 ] || { echo "FAIL: $left ranks left running"; fail=1; }
+    echo "killed rank 3: the job ended in $((SECONDS - t0)) s (exit $rc), srun said:"
+    grep -v '^$' "$tmp/long.log"
+  fi
+  srunpid=
+fi
+
+t0=$SECONDS
+slurm_down
+echo "cluster down in $((SECONDS - t0)) s; coll_srun $what: $SECONDS s"
+exit $fail
