@@ -141,6 +141,11 @@ std::vector<unsigned> task_cpus()
 	return v;
 }
 
+std::string this_thread_cpus()
+{
+	return format_cpu_list(task_cpus());
+}
+
 std::vector<unsigned> host_cpus()
 {
 	std::vector<unsigned> online, set, both;

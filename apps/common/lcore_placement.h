@@ -49,6 +49,9 @@ lcore_plan plan_lcores(const std::vector<unsigned> &allowed, unsigned lcores, un
 
 /* The CPUs of this task: sched_getaffinity(2). */
 std::vector<unsigned> task_cpus();
+/* The CPUs the calling thread may run on, as a CPU list ("1", "0-3"): what
+ * its binding really is (sched_getaffinity(0) of the thread itself). */
+std::string this_thread_cpus();
 /* The CPUs this process could have at most: the online CPUs
  * (/sys/devices/system/cpu/online) within its cgroup's cpuset (v2
  * cpuset.cpus.effective, v1 cpuset.effective_cpus) where one is readable.

@@ -223,6 +223,7 @@ template <class Dev> int set_up_job(const coll_config &c, runtime &rt, job<Dev> 
 template <class Dev> int run_job(const coll_config &c, runtime &rt, job_ctl &k)
 {
 	job<Dev> j;
+	k.main_cpus = apps::this_thread_cpus(); /* the main lcore's thread */
 	int status = set_up_job(c, rt, j, k);
 	if (status == 0) {
 		std::vector<worker_arg<Dev>> args;
