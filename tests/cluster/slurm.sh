@@ -152,17 +152,18 @@ EOF
 }
 
 slurm_down() {
-	local dir=$slurm_dir p slurm=() munge=()
+	local dir=$slurm_dir p node=() ctl=() munge=()
 	[ -n "$dir" ] || return 0
-	for p in slurmd slurmctld; do
-		[ -f "$dir/$p.bg" ] && slurm+=("$(cat "$dir/$p.bg")")
-	done
+	[ -f "$dir/slurmd.bg" ] && node+=("$(cat "$dir/slurmd.bg")")
 	# The job steps' slurmstepd: they outlive slurmd.
-	for p in $(slurm_steps); do slurm+=("$p"); done
+	for p in $(slurm_steps); do node+=("$p"); done
+	[ -f "$dir/slurmctld.bg" ] && ctl+=("$(cat "$dir/slurmctld.bg")")
 	[ -f "$dir/munged.bg" ] && munge+=("$(cat "$dir/munged.bg")")
-	# munged last: slurmd and slurmctld still authenticate on their way
-	# out (and wait for it when it is gone).
-	slurm_stop "${slurm[@]}"
+	# The node first, then the controller it reports to, then munged:
+	# each still authenticates to the next on its way out (and waits
+	# when that one is gone).
+	slurm_stop "${node[@]}"
+	slurm_stop "${ctl[@]}"
 	slurm_stop "${munge[@]}"
 	rm -f "$dir"/*.bg
 	slurm_dir=
