@@ -16,11 +16,11 @@
 #                         the daemon that did not start and its log, with
 #                         whatever it had started stopped.
 #   slurm_in CMD...       runs CMD in the cluster's namespace (srun, sinfo).
-#   slurm_down            stops the daemons (TERM in parallel, KILL after
-#                         SLURM_STOP_WAIT s, 5 by default) and the job
-#                         steps' slurmstepd; DIR stays for the caller to
-#                         read and remove. Safe to call twice, and from a
-#                         trap.
+#   slurm_down            stops slurmd and the job steps' slurmstepd, then
+#                         slurmctld, then munged, by their PIDs (TERM,
+#                         KILL after SLURM_STOP_WAIT s, 5 by default); DIR
+#                         stays for the caller to read and remove. Safe to
+#                         call twice, and from a trap.
 # Run (by hand):
 #   slurm.sh start DIR [NS]   then SLURM_CONF=DIR/slurm.conf srun ... (in NS:
 #                             nsenter --net=/run/netns/NS srun ...)
@@ -46,7 +46,6 @@ slurm_dir=
 # The command prefix that enters the namespace: a plain array, not a
 # function, so that $! of a daemon started with it is the daemon's PID
 # (nsenter execs it).
-
 slurm_pre=()
 
 slurm_in() {
