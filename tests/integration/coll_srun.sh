@@ -15,7 +15,8 @@
 #           they share (and they do); and each lcore's thread ran on the CPU
 #           placed (the "lcores ran on" line: each thread's own
 #           sched_getaffinity once bound; read from outside, a busy
-#           process's affinity can take seconds on gVisor). Then (N <= 8) 2 ranks of one lcore
+#           process's affinity can take seconds on gVisor). Then a batch
+#           script (sbatch --wait) running 2 ranks with srun. Then (N <= 8) 2 ranks of one lcore
 #           each (-l 0), which the 2 CPUs here suffice for: distinct CPUs.
 #   kill    a 4-rank job (srun -K, --kill-on-bad-exit) in its collectives:
 #           rank 3 is killed (SIGKILL): the job ends within 20 s, rank 3
@@ -173,6 +174,28 @@ if [ "$what" = job ]; then
   elif check_job one 2 10 && check_placement one 2 1; then
     echo "srun -n 2, -l 0: verified in $((SECONDS - t0)) s"; grep -h placement "$tmp"/one.*.out
   else fail=1; fi
+fi
+
+if [ "$what" = job ]; then
+  # A batch script, as on a cluster (docs/APPS.md), of 2 ranks on this one
+  # node: sbatch --wait returns once the job is over.
+  t0=$SECONDS
+  cat >"$tmp/coll.sbatch" <<EOF
+#!/bin/bash
+#SBATCH --job-name=rdgram-coll
+#SBATCH --nodes=1
+#SBATCH --ntasks=2
+#SBATCH --output=$tmp/batch.out
+srun --mpi=pmix -K "$coll" $eal -- $app --iters 10 --timeout 30 --json '$tmp/batch-{rank}.json'
+EOF
+  timeout 60 "${slurm_pre[@]}" sbatch --wait "$tmp/coll.sbatch" >"$tmp/sbatch.log" 2>&1
+  rc=$?
+  if [ $rc -ne 0 ] || [ "$(grep -c '^result: PASS$' "$tmp/batch.out")" -ne 2 ] ||
+    [ "$(grep -c 'verified: 30  failed: 0' "$tmp/batch.out")" -ne 2 ] || ! [ -s "$tmp/batch-1.json" ]; then
+    echo "FAIL: sbatch exit $rc"; cat "$tmp/sbatch.log" "$tmp/batch.out"; fail=1
+  else
+    echo "sbatch --wait, 2 ranks under srun in the batch script: both verified in $((SECONDS - t0)) s"
+  fi
 fi
 
 if [ "$what" = kill ]; then
