@@ -39,8 +39,10 @@ esac
 ./scripts/install-deps.sh
 # The lab's packages (QEMU, Debian's kernel with rdma_rxe, rdma-core's and
 # perftest's tools) only for the test run, the one that boots the lab.
+# The same for the Slurm tests' packages (tests/cluster/).
 if [[ $cmd == test ]]; then
 	./scripts/install-deps.sh lab
+	./scripts/install-deps.sh cluster
 fi
 
 # Configure only when build/ is not configured. If it is configured but

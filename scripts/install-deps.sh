@@ -4,18 +4,21 @@
 # need -- only those that are missing. Idempotent; a no-op run takes well
 # under a second (one dpkg-query call, no apt).
 #
-# usage: install-deps.sh [lab]
-#   (none)  what the build, the tests, the apps and the benchmarks need
-#   lab     what the lab needs (tests/lab/: a QEMU guest running Linux's
-#           rdma_rxe, with rdma-core's and perftest's tools on its side)
+# usage: install-deps.sh [lab|cluster]
+#   (none)   what the build, the tests, the apps and the benchmarks need
+#   lab      what the lab needs (tests/lab/: a QEMU guest running Linux's
+#            rdma_rxe, with rdma-core's and perftest's tools on its side)
+#   cluster  what the Slurm tests need (tests/cluster/slurm.sh: a one-node
+#            cluster of their own; the PMIx plugin loads libpmix through
+#            libpmix-dev's unversioned link, in the default set)
 set -euo pipefail
 
 set_name=${1:-build}
 case "$set_name" in
 build) ;;
-lab) ;;
+lab | cluster) ;;
 *)
-	echo "usage: $0 [lab]" >&2
+	echo "usage: $0 [lab|cluster]" >&2
 	exit 2
 	;;
 esac
@@ -44,6 +47,10 @@ if [[ $set_name == lab ]]; then
 		ibverbs-providers ibverbs-utils rdmacm-utils perftest # rxe's provider, the peers
 		iproute2                          # rdma link add rxe0; the namespace and the tap
 	)
+fi
+if [[ $set_name == cluster ]]; then
+	# slurm-wlm-basic-plugins (mpi_pmix_v4.so) comes with slurmd.
+	PKGS=(munge slurmctld slurmd slurm-client libpmix-dev)
 fi
 
 # One dpkg-query for all packages: prints "<pkg> <status>" for known ones;

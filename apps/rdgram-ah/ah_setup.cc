@@ -213,8 +213,7 @@ int bring_up(host &h, const std::vector<lcore_cpu> &lcores, const std::vector<wi
 		main_polls |= w->where.lcore == main_l;
 	}
 	if (!main_polls)
-		a.lcores.push_back({main_l, unsigned(std::max(0, rte_lcore_to_cpu_id(int(main_l)))),
-				    numa_of_cpu(h.rt.topology(), unsigned(std::max(0, rte_lcore_to_cpu_id(int(main_l))))),
+		a.lcores.push_back({main_l, lcore_os_cpu(main_l), numa_of_cpu(h.rt.topology(), lcore_os_cpu(main_l)),
 				    "app"});
 	char ml[RTE_ETHER_ADDR_FMT_SIZE], mp[RTE_ETHER_ADDR_FMT_SIZE];
 	rte_ether_format_addr(ml, sizeof(ml), &h.local.mac());

@@ -49,6 +49,7 @@ struct worker_state {
 	uint64_t held_total = 0, held_overflow = 0;
 	std::atomic<bool> done{false};      /* its ranks finished and quiet */
 	std::atomic<bool> timed_out{false};
+	char cpus[64] = {};                 /* the CPUs it runs on, read by itself once bound */
 };
 
 /* What the poll threads work on. */
@@ -94,6 +95,7 @@ struct job_ctl {
 	double exchange_ms = 0;
 	std::vector<double> storm_all, ahs_all; /* procs, rank 0: every rank's figures */
 	std::function<void()> stop_workers;     /* while they run: stop them and wait */
+	std::string main_cpus;                  /* the main lcore's thread's CPUs (this_thread_cpus) */
 };
 
 /* The counters of a driver's queue (stats.h's counter set). */

@@ -13,11 +13,13 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
 #include "coll_job.h"
+#include "lcore_placement.h"
 
 namespace rdgram::coll {
 
@@ -59,6 +61,9 @@ template <class Dev> inline int worker_main(void *arg)
 	job<Dev> *j = a->j;
 	worker_state &w = *a->w;
 	j->rt->bind_this_thread(w.where.cpu);
+	/* Where the thread really is, for the report (before the loop:
+	 * this_thread_cpus allocates). */
+	snprintf(w.cpus, sizeof(w.cpus), "%s", apps::this_thread_cpus().c_str());
 	const unsigned tid = rte_lcore_id();
 	poll_thread_online(j->rt->qsbr(), tid);
 	const uint64_t linger = rte_get_tsc_hz() / 2;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <rte_cycles.h>
+#include <rte_lcore.h>
 
 #include "coll_job.h"
 #include "latency_hist.h"
@@ -43,6 +44,25 @@ template <class Dev> void print_storm(const coll_config &c, job<Dev> &j, const j
 	       procs ? boot->launcher().c_str() : "in-memory", exchange_ms, procs ? ", bootstrap " : "",
 	       procs ? boot->name().c_str() : "");
 	printf("  driver %s, %zu poll thread(s)\n", j.ranks[0]->dev.driver_name(), j.workers.size());
+	if (procs) {
+		/* Where the lcores' threads run, as each read it of itself:
+		 * beside the placement line printed before the EAL. */
+		std::string on;
+		const unsigned main_l = rte_get_main_lcore();
+		bool main_polls = false;
+		for (auto &w : j.workers)
+			main_polls |= w->where.lcore == main_l;
+		if (!main_polls) {
+			on = std::to_string(main_l);
+			on.append(" CPU ").append(k.main_cpus).append(" (main)");
+		}
+		for (auto &w : j.workers) {
+			if (!on.empty())
+				on.append(", ");
+			on.append(std::to_string(w->where.lcore)).append(" CPU ").append(w->cpus).append(" (poll)");
+		}
+		printf("rdgram-coll: rank %u: lcores ran on: %s\n", k.my_rank, on.c_str());
+	}
 	if (!apps::is_soft<Dev>)
 		for (auto &lr : j.ranks)
 			printf("  address of rank %u: QPN 0x%06x, GID %s (index %u) on %s\n", lr->rank, lr->qpn,

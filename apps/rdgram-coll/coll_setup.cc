@@ -20,6 +20,7 @@
 #include "coll_job.h"
 #include "coll_poll.h"
 #include "job_bootstrap.h"
+#include "lcore_placement.h"
 #include "workers.h"
 
 namespace rdgram::coll {
@@ -100,8 +101,19 @@ int prepare_job(const coll_config &c, const cli::parser &app, std::vector<std::s
 				nranks, boot->name().c_str(), max_procs_ranks);
 			return 2;
 		}
-		/* Every rank of a launcher gets the same EAL arguments:
-		 * {rank} in them is this rank, and a private --file-prefix
+		/* Every rank of a launcher gets the same EAL arguments: its
+		 * lcores move to CPUs of their own among the task's, by local
+		 * rank (lcore_placement.h), */
+		if (!eal.empty()) {
+			std::string line;
+			if (!apps::place_eal_lcores(&eal, boot->local_rank(), boot->local_size(), apps::task_cpus(),
+						    apps::host_cpus(), &line)) {
+				fprintf(stderr, "rdgram-coll: %s\n", line.c_str());
+				return 2;
+			}
+			printf("rdgram-coll: rank %u: %s\n", my_rank, line.c_str());
+		}
+		/* {rank} in them is this rank, and a private --file-prefix
 		 * per rank is added unless one was given. */
 		for (std::string &a : eal)
 			for (size_t at; (at = a.find("{rank}")) != std::string::npos;)
@@ -211,6 +223,7 @@ template <class Dev> int set_up_job(const coll_config &c, runtime &rt, job<Dev> 
 template <class Dev> int run_job(const coll_config &c, runtime &rt, job_ctl &k)
 {
 	job<Dev> j;
+	k.main_cpus = apps::this_thread_cpus(); /* the main lcore's thread */
 	int status = set_up_job(c, rt, j, k);
 	if (status == 0) {
 		std::vector<worker_arg<Dev>> args;

@@ -62,7 +62,7 @@ double probe_line(unsigned srv_lcore)
 
 lcore_cpu main_lcore()
 {
-	return {rte_get_main_lcore(), unsigned(rte_lcore_to_cpu_id(int(rte_get_main_lcore())))};
+	return {rte_get_main_lcore(), lcore_os_cpu(rte_get_main_lcore())};
 }
 
 /* The lcores of one side's n workers near numa: one worker runs on the

@@ -496,12 +496,21 @@ std::string runtime::file_prefix() const
 	return dir.substr(dir.rfind('/') + 1);
 }
 
+unsigned lcore_os_cpu(unsigned lcore)
+{
+	const rte_cpuset_t set = rte_lcore_cpuset(lcore);
+	for (unsigned c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set))
+			return c;
+	return lcore;
+}
+
 std::vector<lcore_cpu> runtime::poll_lcores(int numa_node) const
 {
 	std::vector<lcore_cpu> c;
 	unsigned l;
 	RTE_LCORE_FOREACH(l) {
-		c.push_back({l, rte_lcore_to_cpu_id(int(l)) < 0 ? l : unsigned(rte_lcore_to_cpu_id(int(l)))});
+		c.push_back({l, lcore_os_cpu(l)});
 	}
 	return order_by_numa(topo_, numa_node, c);
 }

@@ -6,7 +6,8 @@
 # --rank, --ranks or --rendezvous; every rank on net_af_packet on its own
 # veth, behind one Linux bridge (lib.sh fabric_up; needs root, skips 77
 # otherwise). Jobs of 4 then 8 ranks run barrier,
-# allgather and alltoall, verified byte for byte at every rank; then the
+# allgather and alltoall, verified byte for byte at every rank; 2 ranks
+# that mpirun binds to a core each keep their lcores there; then the
 # faults: no PMIx server (one line), endpoint records that disagree (Q_Key,
 # MTU, another job: refused with the reason), a rank killed mid-job (mpirun
 # ends the job within seconds naming it), a rank stopped mid-job (the others
@@ -120,6 +121,37 @@ assert len(d["job_storm"]) == 8 and all(s["start_to_ahs_ms"] > 0 for s in d["job
 assert d["storm"][0]["start_to_ahs_ms"] >= d["storm"][0]["ms"], d["storm"]
 assert d["dropped"] > 0 and d["retransmits"] > 0, d
 PY
+
+# 1b. Ranks mpirun binds (--bind-to core, 2 ranks: a core each, where
+# there are 2): each keeps its lcores on its own core and says so, and its
+# threads ran there.
+if [ "$(nproc)" -ge 2 ]; then
+  # shellcheck disable=SC2086
+  timeout 60 ${mpi/--bind-to none/--bind-to core} -np 2 --output-filename "$tmp/bound" "$coll" $eal -- $(common bound) \
+    --iters 5 --timeout 30 >"$tmp/bound.log" 2>&1
+  rc=$?
+  [ $rc -eq 0 ] || { echo "FAIL: --bind-to core: mpirun exit $rc"; cat "$tmp/bound.log"; fail=1; }
+  python3 - "$tmp/bound/1" <<'PY' || fail=1
+import re, sys
+def cpus(l):
+    out = []
+    for p in l.split(","):
+        lo, _, hi = p.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
+ok = True
+for r in (0, 1):
+    t = open("%s/rank.%d/stdout" % (sys.argv[1], r)).read()
+    m = re.search(r"^rdgram-coll: rank %d: placement: local rank %d of 2, bound by the launcher to CPUs (\S+): "
+                  r"lcores 0,1 on CPUs (\d+),(\d+); " % (r, r), t, re.M)
+    ran = re.search(r"^rdgram-coll: rank %d: lcores ran on: 0 CPU (\S+) \(main\), 1 CPU (\S+) \(poll\)$" % r, t, re.M)
+    if not m or not ran or not {int(m[2]), int(m[3])} <= set(cpus(m[1])) or (ran[1], ran[2]) != (m[2], m[3]):
+        print("FAIL: --bind-to core, rank %d: placement %s, ran on %s" % (r, m and m[0], ran and ran[0]))
+        ok = False
+sys.exit(0 if ok else 1)
+PY
+  [ $fail -eq 0 ] && { echo "mpirun --bind-to core: each rank's lcores on its core:"; grep -h 'placement' "$tmp"/bound/1/rank.*/stdout; }
+fi
 
 # 2. Endpoint records that disagree, in one job of 4 (MPMD): rank 1 has
 # another Q_Key, rank 2 another MTU, rank 3 another job's name. Each is

@@ -92,6 +92,11 @@ struct lcore_cpu {
 };
 std::vector<lcore_cpu> order_by_numa(hwloc_topology_t topo, int numa_node,
 				     const std::vector<lcore_cpu> &candidates);
+/* The OS CPU an lcore runs on: the first of its EAL cpuset
+ * (rte_lcore_cpuset), which --lcores 1@3 makes CPU 3. Not
+ * rte_lcore_to_cpu_id: that is the topology's core id of CPU <lcore>.
+ * The lcore id itself when the set is empty. (Any thread, after EAL init.) */
+unsigned lcore_os_cpu(unsigned lcore);
 /* NUMA node (hwloc logical index... os index) of an OS cpu, or -1. */
 int numa_of_cpu(hwloc_topology_t topo, unsigned cpu);
 /* Where the NUMA-local AV replicas go: the distinct NUMA nodes (OS index,
