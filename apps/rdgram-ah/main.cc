@@ -67,8 +67,8 @@ int main(int argc, char **argv)
 			"answers ARP/ND).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
 			34};
 	app.require_subcommand(1);
-	std::string cfg_path;
-	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-ah.toml); options override it");
+	app.config("-c,--config", "TOML config file (see config/rdgram-ah.toml); options override it",
+		   [&](const std::string &path) { load_ah_config(path, c); });
 	app.flag("--json", c.json, "print one JSON object instead of tables [off]");
 	app.flag("--ipv6", c.ipv6, "use IPv6 addresses (fd00::/16) instead of IPv4 (10/8) [off]");
 	app.add("--capacity", c.capacity, "AH registry capacity [65536]").range(1u, 1u << 24);
@@ -115,21 +115,8 @@ int main(int argc, char **argv)
 	for (cli::command *sub : {&ins, &ben, &sto})
 		sub->fallthrough();
 
-	/* A config file is applied first, so options (which CLI11 writes into c
-	 * while parsing) must win: parse twice, the second time over the
-	 * file's values. */
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
-	if (!cfg_path.empty()) {
-		try {
-			load_ah_config(cfg_path, c);
-		} catch (const config_error &e) {
-			fprintf(stderr, "rdgram-ah: %s\n", e.what());
-			return 2;
-		}
-		if (int rc = app.parse(sa.app); rc >= 0)
-			return rc;
-	}
 	if (ins.parsed() && c.dests + c.resolved == 0) {
 		fprintf(stderr, "rdgram-ah: nothing to create\n");
 		return 2;
