@@ -42,7 +42,6 @@
 #include "ah_report.h"
 #include "cli.h"
 #include "driver.h"
-#include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
 

@@ -44,7 +44,6 @@
 #include "coll_config.h"
 #include "coll_job.h"
 #include "driver.h"
-#include "rdgram/config.h"
 #include "rdgram/runtime.h"
 
 using namespace rdgram;

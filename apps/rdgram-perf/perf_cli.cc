@@ -9,7 +9,6 @@
 #include <rte_config.h>
 
 #include "perf_peer.h"
-#include "rdgram/config.h"
 
 namespace rdgram::perf {
 
