@@ -6,6 +6,7 @@
 #include "cli.h"
 
 #include <cstdio>
+#include <stdexcept>
 
 #include <CLI/CLI.hpp>
 
@@ -137,7 +138,30 @@ parser::parser(const char *name, const std::string &description, size_t column_w
 
 parser::~parser() = default;
 
+option parser::config(const char *name, const char *description, config_loader load)
+{
+	load_ = std::move(load);
+	return add(name, config_path_, description);
+}
+
 int parser::parse(const std::vector<std::string> &args)
+{
+	if (int rc = parse_once(args); rc >= 0)
+		return rc;
+	if (config_path_.empty() || !load_)
+		return -1;
+	/* The options wrote their fields; the file goes over them, then the
+	 * options again over the file. */
+	try {
+		load_(config_path_);
+	} catch (const std::runtime_error &e) {
+		fprintf(stderr, "%s: %s\n", name_.c_str(), e.what());
+		return 2;
+	}
+	return parse_once(args);
+}
+
+int parser::parse_once(const std::vector<std::string> &args)
 {
 	/* CLI11 takes the arguments last first and consumes them. A second
 	 * parse clears the first one's results (CLI::App::parse does too). */

@@ -10,6 +10,25 @@
  * subcommands. The help text and the error messages are CLI11's own: each
  * call below is the CLI11 call of the same name with the same types.
  *
+ * The one way an app lays its command line over its config file:
+ *
+ *   app_config c;                                  // the built-in defaults
+ *   cli::parser app{"rdgram-x", "...", 34};
+ *   app.config("-c,--config", "TOML config file; options override it",
+ *              [&](const std::string &path) { load_x_config(path, c); });
+ *   app.add("--size", c.size, "...");              // bound to the field itself
+ *   if (int rc = app.parse(sa.app); rc >= 0)
+ *           return rc;                             // 0: --help, 2: error
+ *
+ * parse() gives defaults < file < command line: the options write their
+ * fields, the file named by the config option (when given) is loaded into
+ * the same struct, and the arguments are parsed again so that the options
+ * given win over the file's keys. An option that is no field of the config
+ * (one value setting two fields, a value to convert, a command-line-only
+ * setting) is bound to a local and applied by the app after parse(): the
+ * file is in by then, so it overrides the file too; count() says whether
+ * it was given.
+ *
  * Cold path: called once from main(), before the EAL starts.
  * (NOT thread safe)
  */
@@ -18,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -92,18 +112,36 @@ public:
 	parser(const parser &) = delete;
 	parser &operator=(const parser &) = delete;
 
-	/* Parses the app's arguments (after the EAL's "--": split_args::app).
+	/* Reads the file a path names into the struct the options are bound
+	 * to, over what it holds; throws a std::runtime_error (rdgram's
+	 * config_error) whose what() is the one line to print, with
+	 * file:line:column and the key. */
+	using config_loader = std::function<void(const std::string &path)>;
+
+	/* The option naming the config file ("-c,--config"), and how parse()
+	 * loads it. At most one per parser. */
+	option config(const char *name, const char *description, config_loader load);
+
+	/* Parses the app's arguments (after the EAL's "--": split_args::app)
+	 * and, when the config option was given, loads its file and parses
+	 * again (defaults < file < command line: the header comment).
 	 * Returns -1 when the app goes on; otherwise main() returns the value:
-	 * 0 after --help was printed on stdout, 2 after a parse error was
-	 * printed on stderr as one line, "<name>: <error> (see --help)".
-	 * May be called again, e.g. after a config file was applied to the
-	 * bound values, so that the options given override it: the values
-	 * bound are kept, the previous parse's counts are cleared. */
+	 * 0 after --help was printed on stdout, 2 after one line on stderr:
+	 * a parse error as "<name>: <error> (see --help)", a config error as
+	 * "<name>: <what the loader threw>". count() and parsed() then tell
+	 * the last parse's. */
 	int parse(const std::vector<std::string> &args);
 
+	/* The config file given, or "". */
+	const std::string &config_path() const { return config_path_; }
+
 private:
+	int parse_once(const std::vector<std::string> &args);
+
 	std::unique_ptr<CLI::App> owned_;
 	std::string name_;
+	std::string config_path_;
+	config_loader load_;
 };
 
 } // namespace rdgram::cli

@@ -42,7 +42,6 @@
 #include "ah_report.h"
 #include "cli.h"
 #include "driver.h"
-#include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
 
@@ -67,8 +66,8 @@ int main(int argc, char **argv)
 			"answers ARP/ND).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
 			34};
 	app.require_subcommand(1);
-	std::string cfg_path;
-	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-ah.toml); options override it");
+	app.config("-c,--config", "TOML config file (see config/rdgram-ah.toml); options override it",
+		   [&](const std::string &path) { load_ah_config(path, c); });
 	app.flag("--json", c.json, "print one JSON object instead of tables [off]");
 	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
@@ -118,21 +117,8 @@ int main(int argc, char **argv)
 	for (cli::command *sub : {&ins, &ben, &sto})
 		sub->fallthrough();
 
-	/* A config file is applied first, so options (which CLI11 writes into c
-	 * while parsing) must win: parse twice, the second time over the
-	 * file's values. */
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
-	if (!cfg_path.empty()) {
-		try {
-			load_ah_config(cfg_path, c);
-		} catch (const config_error &e) {
-			fprintf(stderr, "rdgram-ah: %s\n", e.what());
-			return 2;
-		}
-		if (int rc = app.parse(sa.app); rc >= 0)
-			return rc;
-	}
 	if (ins.parsed() && c.dests + c.resolved == 0) {
 		fprintf(stderr, "rdgram-ah: nothing to create\n");
 		return 2;

@@ -44,9 +44,7 @@ void load_coll_config(const std::string &path, coll_config &c)
 		t->finish();
 	}
 	if (auto t = r.get_table("rdma")) {
-		c.device = t->get_string("device", c.device);
-		c.ib_port = uint32_t(t->get_int("port", c.ib_port, 1, 255));
-		c.gid_index = int32_t(t->get_int("gid_index", c.gid_index, -1, 255));
+		apps::read_rdma_keys(*t, c.rdma, -1);
 		t->finish();
 	}
 	if (auto t = r.get_table("poll")) {

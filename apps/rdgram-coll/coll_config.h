@@ -13,6 +13,8 @@
 
 #include <rte_config.h>
 
+#include "rdma_config.h"
+
 namespace rdgram::coll {
 
 struct coll_config {
@@ -40,14 +42,12 @@ struct coll_config {
 	uint32_t idle_spins = 64;       /* empty polls in a row before yielding or sleeping */
 	uint32_t idle_sleep_us = 100;   /* sleep: the longest nap */
 	std::string json;               /* write the results as JSON here ("-": stdout); empty: no */
-	/* verbs, mlx5, efa ([rdma], rdgram-perf's keys): the RDMA device,
-	 * its port and the source GID index of every AH (RoCEv2: the
+	/* verbs, mlx5, efa ([rdma], apps/common/rdma_config.h): the RDMA
+	 * device, its port and the source GID index of every AH (-1: the
+	 * port's first IPv4 RoCE v2 GID, else its first GID; RoCEv2: the
 	 * port's RoCE v2 GID of its IPv4 address, which is also the rank's
 	 * address). */
-	std::string device;             /* ibv device name ("": the first usable one) */
-	uint32_t ib_port = 1;           /* physical port */
-	int32_t gid_index = -1;         /* sgid_index, and the rank's GID (-1: the port's first
-					   IPv4 RoCE v2 GID, else its first GID) */
+	apps::rdma_device_config rdma;
 	uint32_t workers = 1;           /* poll threads (threads mode: ranks spread over them) */
 };
 

@@ -15,6 +15,7 @@
 
 #include "ah_attr.h"
 #include "port.h"
+#include "rdma_open.h"
 
 namespace rdgram::coll {
 
@@ -129,49 +130,14 @@ int open_soft(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<sof
 	return 0;
 }
 
-#if RDGRAM_HAVE_DRIVER_VERBS
-int open_device(const coll_config &c, runtime &rt, uint32_t nranks, verbs::verbs_device &dev)
-{
-	verbs::verbs_config vc;
-	vc.device = c.device;
-	vc.port_num = uint8_t(c.ib_port);
-	vc.max_ah = std::max<uint32_t>(64, 2 * nranks);
-	vc.qsbr = rt.qsbr();
-	vc.topology = rt.topology();
-	vc.nb_mbufs = 2047; /* the receive ring (rq_depth 1024) and inline copies */
-	return dev.open(vc);
-}
-#endif
-#if RDGRAM_HAVE_DRIVER_MLX5
-int open_device(const coll_config &c, runtime &rt, uint32_t nranks, mlx5::mlx5_device &dev)
-{
-	mlx5::mlx5_config mc;
-	mc.device = c.device;
-	mc.port_num = uint8_t(c.ib_port);
-	mc.max_ah = std::max<uint32_t>(64, 2 * nranks);
-	mc.qsbr = rt.qsbr();
-	return dev.open(mc);
-}
-#endif
-#if RDGRAM_HAVE_DRIVER_EFA
-int open_device(const coll_config &c, runtime &rt, uint32_t nranks, efa::efa_device &dev)
-{
-	efa::efa_config ec;
-	ec.device_name = c.device;
-	ec.max_ah = std::max<uint32_t>(64, 2 * nranks);
-	ec.qsbr = rt.qsbr();
-	return dev.open(ec);
-}
-#endif
-
 /* The source GID of the rank's AHs: --gid-index, or the port's first
  * IPv4 GID (port().gids holds the RoCE v2 ones on Ethernet, index =
  * sgid_index), else its first non-zero one. -1 when there is none. */
 int pick_gid(const coll_config &c, const port_attr &pa)
 {
 	const wire::gid zero{};
-	if (c.gid_index >= 0)
-		return size_t(c.gid_index) < pa.gids.size() && pa.gids[size_t(c.gid_index)] != zero ? c.gid_index : -1;
+	if (c.rdma.gid_index >= 0)
+		return size_t(c.rdma.gid_index) < pa.gids.size() && pa.gids[size_t(c.rdma.gid_index)] != zero ? c.rdma.gid_index : -1;
 	for (size_t i = 0; i < pa.gids.size(); i++)
 		if (pa.gids[i].is_v4_mapped())
 			return int(i);
@@ -185,8 +151,13 @@ int pick_gid(const coll_config &c, const port_attr &pa)
  * queue (the device numbers the QP). */
 template <class Dev> int open_rdma(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<Dev> &lr)
 {
+	apps::rdma_open o{.max_ah = std::max<uint32_t>(64, 2 * nranks)};
+#if RDGRAM_HAVE_DRIVER_VERBS
+	if constexpr (std::is_same_v<Dev, verbs::verbs_device>)
+		o.nb_mbufs = 2047; /* the receive ring (rq_depth 1024) and inline copies */
+#endif
 	int rc = 0;
-	rt.ctl().call([&] { rc = open_device(c, rt, nranks, lr.dev); });
+	rt.ctl().call([&] { rc = apps::open_rdma_device(rt, c.rdma, o, lr.dev); });
 	if (rc != 0) {
 		/* ENODEV: no such device here (or no active port): the
 		 * setting cannot run on this host. The mlx5 model
@@ -196,17 +167,16 @@ template <class Dev> int open_rdma(const coll_config &c, runtime &rt, uint32_t n
 		const char *model = rc == ENODEV && modelled ? " (no model stands in: the mlx5 model hosts one QP "
 							       "looping back to itself, EFA's only its AH path)"
 							     : "";
-		fprintf(stderr, "rdgram-coll: rank %u: driver %s: cannot open RDMA device '%s' port %u: %s%s\n", lr.rank,
-			lr.dev.driver_name(), c.device.empty() ? "(the first found)" : c.device.c_str(),
-			unsigned(c.ib_port), lr.dev.error().c_str(), model);
+		fprintf(stderr, "rdgram-coll: rank %u: %s%s\n", lr.rank, apps::rdma_open_error(lr.dev, c.rdma, rc).c_str(),
+			model);
 		return rc == ENODEV ? 2 : 1;
 	}
 	lr.opened = true;
 	const int g = pick_gid(c, lr.dev.port());
 	if (g < 0) {
 		fprintf(stderr, "rdgram-coll: rank %u: %s has no GID%s to address its ranks by\n", lr.rank,
-			c.device.empty() ? "the device" : c.device.c_str(),
-			c.gid_index >= 0 ? (" at --gid-index " + std::to_string(c.gid_index)).c_str() : "");
+			c.rdma.device.empty() ? "the device" : c.rdma.device.c_str(),
+			c.rdma.gid_index >= 0 ? (" at --gid-index " + std::to_string(c.rdma.gid_index)).c_str() : "");
 		return 2;
 	}
 	const uint32_t need = uint32_t(sizeof(msg_hdr)) + c.size;

@@ -67,7 +67,7 @@ template <class Dev> void print_storm(const coll_config &c, job<Dev> &j, const j
 		for (auto &lr : j.ranks)
 			printf("  address of rank %u: QPN 0x%06x, GID %s (index %u) on %s\n", lr->rank, lr->qpn,
 			       format_gid(lr->gid).c_str(), unsigned(lr->sgid_index),
-			       c.device.empty() ? "the first device" : c.device.c_str());
+			       c.rdma.device.empty() ? "the first device" : c.rdma.device.c_str());
 	printf("AH storm (create_ah_batch of %u AHs per rank):\n", nranks - 1);
 	for (auto &lr : j.ranks) {
 		printf("  rank %3u  %8.3f ms  %u/%u created%s%s\n", lr->rank, lr->storm_ms, lr->storm_ok,

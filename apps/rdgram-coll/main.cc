@@ -44,7 +44,6 @@
 #include "coll_config.h"
 #include "coll_job.h"
 #include "driver.h"
-#include "rdgram/config.h"
 #include "rdgram/runtime.h"
 
 using namespace rdgram;
@@ -60,7 +59,7 @@ const char *soft_only_settings(const coll_config &c, const cli::parser &app, app
 		return "--port is the soft driver's DPDK port; the RDMA drivers take --device (and --ib-port, --gid-index)";
 	if (!soft && app.count("--mtu") != 0)
 		return "--mtu is the soft driver's; an RDMA device's path MTU is its port's";
-	if (soft && (!c.device.empty() || c.gid_index >= 0 || app.count("--ib-port") != 0))
+	if (soft && (!c.rdma.device.empty() || c.rdma.gid_index >= 0 || app.count("--ib-port") != 0))
 		return "--device, --ib-port and --gid-index are for the verbs, mlx5 and efa drivers";
 	return nullptr;
 }
@@ -78,16 +77,16 @@ int main(int argc, char **argv)
 			"(pairwise) with the app's own loss recovery, verified results and per-op latency.\n"
 			"Usage: rdgram-coll [EAL args --] [options]",
 			34};
-	std::string cfg_path;
-	app.add("-c,--config", cfg_path, "TOML config file (see config/rdgram-coll.toml); options override it");
+	app.config("-c,--config", "TOML config file (see config/rdgram-coll.toml); options override it",
+		   [&](const std::string &path) { load_coll_config(path, c); });
 	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
 	app.add("--driver", c.driver,
 		"soft (each rank a soft RoCEv2 device on a DPDK port), verbs (an RDMA device through libibverbs: "
 		"any rdma-core provider, rxe included), mlx5 (direct verbs) or efa [soft]");
-	app.add("--device", c.device, "verbs, mlx5, efa: the RDMA device [the first usable one]");
-	app.add("--ib-port", c.ib_port, "verbs, mlx5: the device's physical port [1]").range(1u, 255u);
-	app.add("--gid-index", c.gid_index,
+	app.add("--device", c.rdma.device, "verbs, mlx5, efa: the RDMA device [the first usable one]");
+	app.add("--ib-port", c.rdma.port, "verbs, mlx5: the device's physical port [1]").range(1u, 255u);
+	app.add("--gid-index", c.rdma.gid_index,
 		"verbs, mlx5, efa: the source GID index of every AH, whose GID is the rank's address (-1: the "
 		"port's first IPv4 RoCE v2 GID, else its first GID) [-1]")
 		.range(-1, 255);
@@ -144,21 +143,8 @@ int main(int argc, char **argv)
 	app.add("--mtu", c.mtu, "path MTU of every rank's device: 256, 512, 1024, 2048 or 4096 [2048]")
 		.range(256u, 4096u);
 
-	/* A config file is applied first, so options (which CLI11 writes into c
-	 * while parsing) must win: parse twice, the second time over the
-	 * file's values. */
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
-	if (!cfg_path.empty()) {
-		try {
-			load_coll_config(cfg_path, c);
-		} catch (const config_error &e) {
-			fprintf(stderr, "rdgram-coll: %s\n", e.what());
-			return 2;
-		}
-		if (int rc = app.parse(sa.app); rc >= 0)
-			return rc;
-	}
 
 	if ((c.mtu & (c.mtu - 1)) != 0) {
 		fprintf(stderr, "rdgram-coll: --mtu %u: expected 256, 512, 1024, 2048 or 4096\n", c.mtu);

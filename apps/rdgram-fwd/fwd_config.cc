@@ -126,9 +126,7 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 		t->finish();
 	}
 	if (auto t = r.get_table("rdma")) {
-		c.rdma.device = t->get_string("device", c.rdma.device);
-		c.rdma.port = uint8_t(t->get_int("port", c.rdma.port, 1, 255));
-		c.rdma.gid_index = uint8_t(t->get_int("gid_index", c.rdma.gid_index, 0, 255));
+		apps::read_rdma_keys(*t, c.rdma);
 		c.rdma.qkey = get_qkey(*t, "qkey", c.rdma.qkey);
 		t->finish();
 	}

@@ -16,6 +16,7 @@
 #include <rte_ether.h>
 
 #include "rdgram/wire.h"
+#include "rdma_config.h"
 #include "soft_params.h"
 
 namespace rdgram::fwd {
@@ -67,13 +68,11 @@ struct rule_config {
 	std::optional<uint32_t> rewrite_qkey;
 };
 
-/* The RDMA device of the verbs, mlx5 and efa drivers: the keys of
- * rdgram-perf's [rdma] table. Each worker gets one UD QP of its own on it
- * (the device numbers it), with this Q_Key. */
-struct rdma_config {
-	std::string device;     /* ibv device name; "": the first usable one */
-	uint8_t port = 1;       /* physical port */
-	uint8_t gid_index = 0;  /* sgid_index of the peers' AHs (forward mode) */
+/* The RDMA device of the verbs, mlx5 and efa drivers: [rdma]'s device,
+ * port and gid_index (apps/common/rdma_config.h: the sgid_index of the
+ * peers' AHs in forward mode, 0 when not given), and the Q_Key. Each
+ * worker gets one UD QP of its own on it (the device numbers it). */
+struct rdma_config : apps::rdma_device_config {
 	uint32_t qkey = 0x11111111;
 };
 

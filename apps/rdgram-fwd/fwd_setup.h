@@ -33,6 +33,7 @@
 #include "rdgram/ah_service.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
+#include "rdma_open.h"
 #include "workers.h"
 
 namespace rdgram::fwd {
@@ -112,46 +113,6 @@ inline int sgid_for(const port_config &p, const wire::gid &dst)
 	return -1;
 }
 
-/* Opens an RDMA device from [rdma] (rdgram-perf's keys). 0 or errno. */
-template <class Dev> int open_rdma(runtime &rt, const fwd_config &c, Dev &dev)
-{
-#if RDGRAM_HAVE_DRIVER_VERBS
-	if constexpr (std::is_same_v<Dev, verbs::verbs_device>) {
-		verbs::verbs_config vc;
-		vc.device = c.rdma.device;
-		vc.port_num = c.rdma.port;
-		vc.max_ah = c.ports[0].max_ah;
-		vc.qsbr = rt.qsbr();
-		vc.topology = rt.topology();
-		vc.qkey = c.rdma.qkey;
-		return dev.open(vc);
-	}
-#endif
-#if RDGRAM_HAVE_DRIVER_MLX5
-	if constexpr (std::is_same_v<Dev, mlx5::mlx5_device>) {
-		mlx5::mlx5_config mc;
-		mc.device = c.rdma.device;
-		mc.port_num = c.rdma.port;
-		mc.max_ah = c.ports[0].max_ah;
-		mc.qsbr = rt.qsbr();
-		mc.qkey = c.rdma.qkey;
-		return dev.open(mc);
-	}
-#endif
-#if RDGRAM_HAVE_DRIVER_EFA
-	if constexpr (std::is_same_v<Dev, efa::efa_device>) {
-		efa::efa_config ec;
-		ec.device_name = c.rdma.device;
-		ec.max_ah = std::min<uint32_t>(c.ports[0].max_ah, 65535);
-		ec.qsbr = rt.qsbr();
-		ec.qkey = c.rdma.qkey;
-		return dev.open(ec);
-	}
-#endif
-	(void)rt, (void)c, (void)dev;
-	return ENOTSUP;
-}
-
 } // namespace detail
 
 /* Opens every port of c with c.workers queues, picks the workers' lcores
@@ -227,10 +188,9 @@ template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &
 				return 1;
 			}
 		} else {
-			if (detail::open_rdma(rt, c, pr.dev) != 0) {
-				fprintf(stderr, "rdgram-fwd: %s device %s: %s\n", pr.dev.driver_name(),
-					c.rdma.device.empty() ? "(the first usable)" : c.rdma.device.c_str(),
-					pr.dev.error().c_str());
+			const apps::rdma_open o{.max_ah = pc.max_ah, .qkey = c.rdma.qkey};
+			if (int rc = apps::open_rdma_device(rt, c.rdma, o, pr.dev); rc != 0) {
+				fprintf(stderr, "rdgram-fwd: %s\n", apps::rdma_open_error(pr.dev, c.rdma, rc).c_str());
 				return 1;
 			}
 			const int numa = pr.dev.port().numa_node;
@@ -312,7 +272,7 @@ template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &
 		ibv_ah_attr at{};
 		at.is_global = 1;
 		at.port_num = 1;
-		at.grh.sgid_index = soft_drv ? uint8_t(detail::sgid_for(c.ports[e], pe.ip)) : c.rdma.gid_index;
+		at.grh.sgid_index = soft_drv ? uint8_t(detail::sgid_for(c.ports[e], pe.ip)) : c.rdma.sgid_index();
 		at.grh.hop_limit = pe.hop_limit;
 		at.grh.traffic_class = pe.traffic_class;
 		memcpy(at.grh.dgid.raw, pe.ip.raw, 16);

@@ -89,61 +89,39 @@ int main(int argc, char **argv)
 			"cached); forward: the first matching [[rule]] sends it to a peer.\n"
 			"Counters are printed on exit and on SIGUSR1; SIGINT/SIGTERM stop.",
 			36};
-	std::string cfg_path, mode, stats_json, port_args, driver;
-	unsigned workers = 1;
-	double duration = 0, idle = 0, interval = 0;
-	uint64_t max_packets = 0;
-	app.add("-c,--config", cfg_path,
-		"TOML config file (see config/rdgram-fwd.toml); options below override it [none]");
-	app.add("--driver", driver,
+	std::string port_args;
+	app.config("-c,--config", "TOML config file (see config/rdgram-fwd.toml); options below override it [none]",
+		   [&](const std::string &path) { load_fwd_config(path, c); });
+	app.add("--driver", c.driver,
 		"soft, verbs, mlx5 or efa (config [fwd] driver); verbs/mlx5/efa open the [rdma] device [soft]");
-	app.add("--workers", workers,
+	app.add("--workers", c.workers,
 		"poll threads (config [fwd] workers): worker i polls queue i of every port and owns its share "
 		"of the QPs (soft: QP k goes to worker k mod N, or its 'worker' key; verbs/mlx5/efa: one QP "
 		"each) [1]")
 		.range(1u, 64u);
-	app.add("--mode", mode, "reflect or forward (forward needs [[rule]]s and [peers]) [reflect]")
+	app.add("--mode", c.mode, "reflect or forward (forward needs [[rule]]s and [peers]) [reflect]")
 		.one_of({"reflect", "forward"});
-	app.add("--stats-json", stats_json, "also write the counters as JSON to FILE, on exit and on SIGUSR1 [none]");
-	app.add("--duration", duration, "stop after this many seconds; 0: run until a signal [0]").range(0.0, 1e9);
-	app.add("--max-packets", max_packets, "stop after this many delivered (well-formed) packets; 0: no limit [0]");
-	app.add("--idle-exit", idle,
+	app.add("--stats-json", c.stats_json, "also write the counters as JSON to FILE, on exit and on SIGUSR1 [none]");
+	app.add("--duration", c.duration_s, "stop after this many seconds; 0: run until a signal [0]").range(0.0, 1e9);
+	app.add("--max-packets", c.max_packets, "stop after this many delivered (well-formed) packets; 0: no limit [0]");
+	app.add("--idle-exit", c.idle_exit_s,
 		"stop once no frame arrived and nothing waited for this many seconds (ends a pcap "
 		"replay); 0: never [0]")
 		.range(0.0, 1e9);
-	app.add("--stats-interval", interval,
+	app.add("--stats-interval", c.stats_interval_s,
 		"also print the counters every N seconds; 0: only on exit and SIGUSR1 [0]")
 		.range(0.0, 1e9);
 	app.add("--port", port_args,
 		"devargs of the first port, e.g. net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap (overrides "
 		"[[port]] device; with no [[port]] in the config: MAC 02:00:00:00:00:01, address "
 		"10.0.0.1, QP 0x100 with Q_Key 0x11111111) [none]");
-	std::string capture;
-	app.add("--capture", capture, apps::capture_help)
+	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
 	try {
-		if (!cfg_path.empty())
-			load_fwd_config(cfg_path, c);
-		if (!mode.empty())
-			c.mode = mode;
-		if (!driver.empty())
-			c.driver = driver;
-		if (app.count("--workers"))
-			c.workers = workers;
-		if (app.count("--duration"))
-			c.duration_s = duration;
-		if (app.count("--max-packets"))
-			c.max_packets = max_packets;
-		if (app.count("--idle-exit"))
-			c.idle_exit_s = idle;
-		if (app.count("--stats-interval"))
-			c.stats_interval_s = interval;
-		if (!stats_json.empty())
-			c.stats_json = stats_json;
-		if (!capture.empty())
-			c.capture = capture;
+		/* Not a field: --port names the first port's device, or makes
+		 * a default port when the config has none. */
 		if (!port_args.empty()) {
 			if (c.ports.empty()) {
 				port_config p;

@@ -43,75 +43,60 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 			"driver, or an RDMA device with --driver verbs.\nUsage: rdgram-mcast [EAL args --] [options]. With no options: one publisher and two "
 			"subscribers in one process (--mode both) over net_ring ports, groups 239.1.1.1 and ff15::1:1.",
 			34};
-	std::string cfg_path, mode;
+	app.config("-c,--config", "TOML config file ([mcast], [eal]); options below override it",
+		   [&](const std::string &path) { load_mcast_config(path, c); });
+	/* Not fields: addresses and sequence numbers, converted and checked
+	 * below. */
 	std::vector<std::string> groups, addrs, skip, dup;
-	uint32_t subs = 0, size = 0, qpn = 0, workers = 0;
-	int64_t pub_id = -1;
-	int64_t qkey = -1;
-	double rate = -1, duration = -1, status = -1, idle = -1;
-	int64_t count = -1;
-	std::string port, hist_csv, hist_plot, driver, device, local, worker_groups;
-	app.add("-c,--config", cfg_path, "TOML config file ([mcast], [eal]); options below override it");
-	app.add("--mode", mode, "pub, sub, or both (publisher + --subscribers in one process) [both]")
+	app.add("--mode", c.mode, "pub, sub, or both (publisher + --subscribers in one process) [both]")
 		.one_of({"pub", "sub", "both"});
 	app.add("-g,--group", groups, "multicast group, IPv4 224/4 or IPv6 ff00::/8; repeat for several, "
 				      "at most 8 [239.1.1.1 and ff15::1:1]");
-	app.add("--subscribers", subs, "both: subscribers in the process [2]").range(1u, 8u);
-	app.add("--rate", rate, "publisher: messages per second per group, token bucket on the TSC; 0: "
-				"unpaced [100000]").range(0.0, 1e9);
-	app.add("-n,--count", count, "publisher: messages per group; 0: until --duration [20000]")
-		.range(int64_t(0), int64_t(1) << 48);
-	app.add("--duration", duration, "seconds to run; 0: until --count (pub) or idle (sub) [0]")
+	app.add("--subscribers", c.subscribers, "both: subscribers in the process [2]").range(1u, 8u);
+	app.add("--rate", c.rate, "publisher: messages per second per group, token bucket on the TSC; 0: "
+				  "unpaced [100000]").range(0.0, 1e9);
+	app.add("-n,--count", c.count, "publisher: messages per group; 0: until --duration [20000]")
+		.range(uint64_t(0), uint64_t(1) << 48);
+	app.add("--duration", c.duration, "seconds to run; 0: until --count (pub) or idle (sub) [0]")
 		.range(0.0, 604800.0);
-	app.add("-s,--size", size, "payload bytes per message, 32-byte header included [64]")
+	app.add("-s,--size", c.size, "payload bytes per message, 32-byte header included [64]")
 		.range(uint32_t(sizeof(msg_hdr)), 4096u);
-	app.add("--status-interval", status, "seconds between status lines on stderr; 0: none [1]")
+	app.add("--status-interval", c.status_interval, "seconds between status lines on stderr; 0: none [1]")
 		.range(0.0, 3600.0);
 	app.add("--skip-seq", skip, "fault: never send this sequence number (a gap); repeatable [none]");
 	app.add("--dup-seq", dup, "fault: send this sequence number twice (a duplicate); repeatable [none]");
-	app.add("--qkey", qkey, "Q_Key of the groups' QPs, below 0x80000000 [0x11111111]")
-		.range(int64_t(0), int64_t(0x7fffffff));
-	app.add("--qpn", qpn, "local QP number [0x100]").range(2u, 0xfffffeu);
-	app.add("--publisher-id", pub_id, "publisher id carried in every message; subscribers count "
-					  "others as foreign [1]").range(int64_t(0), int64_t(0xffffffff));
-	app.add("--idle-timeout", idle, "sub: stop this many seconds after the last message (none yet: run until --duration or Ctrl-C) [2]")
+	app.add("--qkey", c.qkey, "Q_Key of the groups' QPs, below 0x80000000 [0x11111111]").range(0u, 0x7fffffffu);
+	app.add("--qpn", c.qpn, "local QP number [0x100]").range(2u, 0xfffffeu);
+	app.add("--publisher-id", c.publisher_id, "publisher id carried in every message; subscribers count "
+						  "others as foreign [1]").range(0u, 0xffffffffu);
+	app.add("--idle-timeout", c.idle_timeout, "sub: stop this many seconds after the last message (none yet: run "
+						  "until --duration or Ctrl-C) [2]")
 		.range(0.01, 3600.0);
-	app.add("--port", port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
-	std::string capture;
-	app.add("--capture", capture, apps::capture_help)
+	app.add("--port", c.port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
+	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
-
 	app.add("--address", addrs, "pub/sub: the port's IPv4/IPv6 address; repeat for both families [none]");
-	app.add("--driver", driver, "soft (RoCEv2 over a DPDK port) or verbs (an RDMA device; groups joined "
-				    "through rdma_cm, the subscriber's QP attached with ibv_attach_mcast); mlx5 and efa "
-				    "say why they cannot [soft]");
-	app.add("--workers", workers, "poll threads, each with its own queue of every port and its own QPs; "
-				      "the main lcore may be one (-l 0,1 -- --workers 2) [1]")
+	app.add("--driver", c.driver, "soft (RoCEv2 over a DPDK port) or verbs (an RDMA device; groups joined "
+				      "through rdma_cm, the subscriber's QP attached with ibv_attach_mcast); mlx5 and efa "
+				      "say why they cannot [soft]");
+	app.add("--workers", c.workers, "poll threads, each with its own queue of every port and its own QPs; "
+					"the main lcore may be one (-l 0,1 -- --workers 2) [1]")
 		.range(1u, 64u);
-	app.add("--worker-groups", worker_groups, "subscriber workers: split (worker w takes the groups g with "
-						  "g % workers == w, as a feed handler shards its channels) or all "
-						  "(every worker's QP attaches every group and receives every "
-						  "datagram); publisher workers always split [split]")
+	app.add("--worker-groups", c.worker_groups, "subscriber workers: split (worker w takes the groups g with "
+						    "g % workers == w, as a feed handler shards its channels) or all "
+						    "(every worker's QP attaches every group and receives every "
+						    "datagram); publisher workers always split [split]")
 		.one_of({"split", "all"});
-	app.add("--device", device, "verbs: RDMA device name [the first with an active port]");
-	app.add("--local", local, "verbs: the port's IP address rdma_cm joins from (InfiniBand: its IPoIB "
-				  "address) [the port's RoCEv2 GID of the group's family]");
-	app.add("--hist-csv", hist_csv, "write each subscriber's one-way latency histogram as CSV "
-					"(lower_ns,count,cumulative_fraction); -subK before the suffix with "
-					"several subscribers [none]");
-	app.add("--hist-plot", hist_plot, "draw the histogram with gnuplot into FILE.svg or FILE.png "
-					  "(CSV next to it unless --hist-csv) [none]");
+	app.add("--device", c.device, "verbs: RDMA device name [the first with an active port]");
+	app.add("--local", c.local, "verbs: the port's IP address rdma_cm joins from (InfiniBand: its IPoIB "
+				    "address) [the port's RoCEv2 GID of the group's family]");
+	app.add("--hist-csv", c.hist_csv, "write each subscriber's one-way latency histogram as CSV "
+					  "(lower_ns,count,cumulative_fraction); -subK before the suffix with "
+					  "several subscribers [none]");
+	app.add("--hist-plot", c.hist_plot, "draw the histogram with gnuplot into FILE.svg or FILE.png "
+					    "(CSV next to it unless --hist-csv) [none]");
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
-	try {
-		if (!cfg_path.empty())
-			load_mcast_config(cfg_path, c);
-	} catch (const config_error &e) {
-		fprintf(stderr, "rdgram-mcast: %s\n", e.what());
-		return 2;
-	}
-	if (!mode.empty())
-		c.mode = mode;
 	if (!groups.empty()) {
 		c.groups.clear();
 		for (const auto &g : groups) {
@@ -135,44 +120,6 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 			c.addresses.push_back(x);
 		}
 	}
-	if (subs != 0)
-		c.subscribers = subs;
-	if (size != 0)
-		c.size = size;
-	if (qpn != 0)
-		c.qpn = qpn;
-	if (pub_id >= 0)
-		c.publisher_id = uint32_t(pub_id);
-	if (qkey >= 0)
-		c.qkey = uint32_t(qkey);
-	if (rate >= 0)
-		c.rate = rate;
-	if (count >= 0)
-		c.count = uint64_t(count);
-	if (duration >= 0)
-		c.duration = duration;
-	if (status >= 0)
-		c.status_interval = status;
-	if (idle >= 0)
-		c.idle_timeout = idle;
-	if (!port.empty())
-		c.port = port;
-	if (!capture.empty())
-		c.capture = capture;
-	if (!driver.empty())
-		c.driver = driver;
-	if (workers != 0)
-		c.workers = workers;
-	if (!worker_groups.empty())
-		c.worker_groups = worker_groups;
-	if (!device.empty())
-		c.device = device;
-	if (!local.empty())
-		c.local = local;
-	if (!hist_csv.empty())
-		c.hist_csv = hist_csv;
-	if (!hist_plot.empty())
-		c.hist_plot = hist_plot;
 	if (!skip.empty()) {
 		c.skip_seq.clear();
 		if (parse_seq_list(skip, c.skip_seq, "--skip-seq") != 0)
@@ -199,7 +146,7 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 			return 2;
 		}
 	}
-	const char *bad = config_refusal(c, qkey >= 0);
+	const char *bad = config_refusal(c, app.count("--qkey") != 0);
 	if (bad != nullptr) {
 		fprintf(stderr, "rdgram-mcast: %s (see --help)\n", bad);
 		return 2;

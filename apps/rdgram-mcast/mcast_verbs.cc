@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "rdgram/config.h"
+#include "rdma_open.h"
 
 namespace rdgram::mcast {
 
@@ -79,15 +80,14 @@ int verbs_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int
  * rdma_cm's UDP Q_Key (what its groups use). */
 int verbs_fabric::open_node(verbs_node &n)
 {
-	verbs::verbs_config vc;
-	vc.device = c_->device;
-	vc.qsbr = rt_->qsbr();
-	vc.topology = rt_->topology();
-	vc.max_ah = 64;
+	/* No [rdma] table: --device, and port 0 (the first active one). */
+	apps::rdma_device_config k;
+	k.device = c_->device;
+	k.port = 0;
 	int rc = 0;
-	rt_->ctl().call([&] { rc = n.dev.open(vc); });
+	rt_->ctl().call([&] { rc = apps::open_rdma_device(*rt_, k, {.max_ah = 64}, n.dev); });
 	if (rc != 0) {
-		fprintf(stderr, "rdgram-mcast: %s: %s\n", n.name.c_str(), n.dev.error().c_str());
+		fprintf(stderr, "rdgram-mcast: %s: %s\n", n.name.c_str(), apps::rdma_open_error(n.dev, k, rc).c_str());
 		return rc;
 	}
 	queue_params qp;

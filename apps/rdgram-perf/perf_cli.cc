@@ -10,7 +10,6 @@
 
 #include "app_start.h"
 #include "perf_peer.h"
-#include "rdgram/config.h"
 
 namespace rdgram::perf {
 
@@ -24,76 +23,68 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 			"Usage: rdgram-perf [EAL args --] [options]. With no options: in-process loopback over "
 			"a net_ring pair, latency then bandwidth.",
 			34};
-	std::string cfg_path;
-	std::string test, mode;
-	uint32_t size = 0, inline_size = 0, tx_depth = 0, cq_mod = 0;
-	uint64_t iters = 0, warmup = 0;
-	double timeout = 0;
-	uint32_t ctl_nap_us = 0;
-	bool json = false, imm = false;
-	app.add("-c,--config", cfg_path, "TOML config file (see config/); options below override it");
-	app.add("--test", test,
+	app.config("-c,--config", "TOML config file (see config/); options below override it",
+		   [&](const std::string &path) { load_perf_config(path, c); });
+	app.add("--test", c.test,
 		"lat (ping-pong), bw (streaming), both, or txonly (client streams with no server: "
 		"sender rate, e.g. on net_null) [both]")
 		.one_of({"lat", "bw", "both", "txonly"});
-	app.add("--mode", mode, "loopback (in-process), server or client [loopback]")
+	app.add("--mode", c.mode, "loopback (in-process), server or client [loopback]")
 		.one_of({"loopback", "server", "client"});
-	app.add("-s,--size", size, "payload bytes per message [64]").range(0u, 4096u);
+	app.add("-s,--size", c.size, "payload bytes per message [64]").range(0u, 4096u);
+	/* Not a field: one count for both tests. */
+	uint64_t iters = 0;
 	app.add("-n,--iters", iters, "iterations (lat default 10000, bw default 1000000)")
 		.range(uint64_t(1), uint64_t(10000000000ull));
-	app.add("--warmup", warmup, "latency pings not measured [1000]");
-	app.add("-I,--inline-size", inline_size,
+	app.add("--warmup", c.warmup, "latency pings not measured [1000]");
+	app.add("-I,--inline-size", c.inline_size,
 		"payloads up to this size are sent inline (copied from the app); larger ones from an "
 		"mbuf the app fills [236]")
 		.range(0u, 4096u);
-	app.add("-t,--tx-depth", tx_depth, "send WRs posted per burst (postlist; soft: at most 32) [128]")
+	app.add("-t,--tx-depth", c.tx_depth, "send WRs posted per burst (postlist; soft: at most 32) [128]")
 		.range(1u, 65536u);
-	app.add("-Q,--cq-mod", cq_mod,
+	app.add("-Q,--cq-mod", c.cq_mod,
 		"signal one send in N; the soft driver has no send CQ, so it has no effect there [64]")
 		.range(1u, 1024u);
-	app.add("--timeout", timeout,
+	app.add("--timeout", c.timeout_s,
 		"seconds after which every loop stops by itself [60]; SIGINT/SIGTERM stop it sooner "
 		"(exit 130, the completed tests are reported)")
 		.range(0.1, 86400.0);
-	app.add("--ctl-nap-us", ctl_nap_us,
+	app.add("--ctl-nap-us", c.ctl_max_nap_us,
 		"the control thread's longest idle nap, microseconds: less when it has a core of its own, "
 		"more when it shares one with a poll thread (each wake-up preempts that thread) [2000]")
 		.range(20u, 1000000u);
+	/* Not a field: the device of the side --mode names. */
 	std::string port_args;
 	app.add("--port", port_args,
 		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
 		"[server|client].vdev; a port given with the EAL's --vdev is found by name)");
-	std::string capture;
-	app.add("--capture", capture, apps::capture_help)
+	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
-	std::string oob, oob_proto;
-	app.add("--oob", oob,
+	app.add("--oob", c.rdma.oob,
 		"HOST:PORT of a TCP exchange of addresses before the test, as perftest does: the server "
 		"listens there, the client connects (overrides [rdma] oob) [none]");
-	app.add("--oob-proto", oob_proto,
+	app.add("--oob-proto", c.rdma.oob_proto,
 		"what --oob speaks: rdgram (rdgram-perf's own rendezvous and tests), perftest (be the "
 		"peer of ib_send_lat / ib_send_bw -c UD, perftest 6.06's exchange) or ud_pingpong (be the "
 		"peer of ibv_ud_pingpong) (overrides [rdma] oob_proto) [rdgram]")
 		.one_of({"rdgram", "perftest", "ud_pingpong"});
-	uint32_t dests = 0;
-	std::string dest_order;
-	app.add("--dests", dests,
+	app.add("--dests", c.dests,
 		"txonly: send to N prepared destinations (distinct GIDs from the server's address on, "
 		"each a static neighbour and an AH; max_ah is raised to N + 1) instead of the one peer "
 		"(overrides [perf] dests) [0: the peer only]")
 		.range(1u, 1u << 24);
-	app.add("--dest-order", dest_order,
+	app.add("--dest-order", c.dest_order,
 		"txonly --dests: rr (round robin) or random (a permutation made before the loop) "
 		"(overrides [perf] dest_order) [rr]")
 		.one_of({"rr", "random"});
-	uint32_t workers = 0;
-	app.add("--workers", workers,
+	app.add("--workers", c.workers,
 		"poll threads a side, each on its own lcore with its own queue and QP (worker i talks to the "
 		"peer's worker i; soft driver: QPN [server|client] qpn + i on queue i); -n is each worker's; "
 		"results are summed, then each worker's own and its accounting (overrides [perf] workers) [1]")
 		.range(1u, unsigned(RTE_MAX_LCORE));
-	app.flag("--imm", imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
-	app.flag("--json", json, "print results as JSON lines instead of tables");
+	app.flag("--imm", c.use_imm, "send with immediate data (SEND_ONLY_WITH_IMMEDIATE)");
+	app.flag("--json", c.json, "print results as JSON lines instead of tables");
 	app.flag("-v,--verbose", o->verbose,
 		 "DPDK's start-up messages too (EAL, telemetry, libraries and PMDs at DPDK's own log levels; "
 		 "by default they are at WARNING). An EAL --log-level before -- sets the levels instead");
@@ -110,61 +101,22 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 		"CSV next to FILE) [none]");
 	if (int rc = app.parse(o->sa.app); rc >= 0)
 		return rc;
-	try {
-		if (!cfg_path.empty())
-			load_perf_config(cfg_path, c);
-	} catch (const config_error &e) {
-		fprintf(stderr, "rdgram-perf: %s\n", e.what());
-		return 2;
-	}
-	if (!test.empty())
-		c.test = test;
-	if (!mode.empty())
-		c.mode = mode;
-	if (app.count("--size"))
-		c.size = size;
 	if (app.count("--iters"))
 		c.lat_iters = c.bw_iters = iters;
-	if (app.count("--warmup"))
-		c.warmup = warmup;
-	if (app.count("--inline-size"))
-		c.inline_size = inline_size;
-	if (app.count("--tx-depth"))
-		c.tx_depth = tx_depth;
-	if (app.count("--cq-mod"))
-		c.cq_mod = cq_mod;
-	if (app.count("--timeout"))
-		c.timeout_s = timeout;
-	if (app.count("--ctl-nap-us"))
-		c.ctl_max_nap_us = ctl_nap_us;
-	c.json |= json;
-	if (app.count("--workers"))
-		c.workers = workers;
+	if (!port_args.empty())
+		(c.mode == "server" ? c.server : c.client).vdev = port_args;
 	if (std::string err; apps::parse_driver(c.driver, &o->driver, &err) != 0) {
 		fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
 		return 2;
 	}
-	if (app.count("--dests"))
-		c.dests = dests;
-	if (!dest_order.empty())
-		c.dest_order = dest_order;
 	if (c.dests != 0 && (c.test != "txonly" || c.mode != "client" || c.driver != "soft")) {
 		fprintf(stderr, "rdgram-perf: --dests needs --test txonly --mode client with the soft driver\n");
 		return 2;
 	}
-	if (!oob.empty())
-		c.rdma.oob = oob;
-	if (!oob_proto.empty())
-		c.rdma.oob_proto = oob_proto;
 	if (!c.rdma.oob.empty() && c.mode == "loopback") {
 		fprintf(stderr, "rdgram-perf: --oob needs --mode server or --mode client\n");
 		return 2;
 	}
-	if (!port_args.empty())
-		(c.mode == "server" ? c.server : c.client).vdev = port_args;
-	if (!capture.empty())
-		c.capture = capture;
-	c.use_imm |= imm;
 	if (peer_proto(c) && !peer_config_ok(c))
 		return 2;
 	const char *one_worker = nullptr;

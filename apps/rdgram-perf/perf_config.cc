@@ -73,10 +73,7 @@ void load_perf_config(const std::string &path, perf_config &c)
 		t->finish();
 	}
 	if (auto t = r.get_table("rdma")) {
-		c.rdma.device = t->get_string("device", c.rdma.device);
-		c.rdma.port = uint8_t(t->get_int("port", c.rdma.port, 1, 255));
-		c.rdma.gid_index_set |= t->has("gid_index");
-		c.rdma.gid_index = uint8_t(t->get_int("gid_index", c.rdma.gid_index, 0, 255));
+		apps::read_rdma_keys(*t, c.rdma);
 		c.rdma.oob = t->get_string("oob", c.rdma.oob);
 		c.rdma.oob_proto = t->get_enum("oob_proto", c.rdma.oob_proto, {"rdgram", "perftest", "ud_pingpong"});
 		/* Checked as the exchange will split it (bootstrap.h), so a

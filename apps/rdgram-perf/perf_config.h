@@ -14,6 +14,7 @@
 #include <rte_ether.h>
 
 #include "rdgram/wire.h"
+#include "rdma_config.h"
 #include "soft_params.h"
 
 namespace rdgram::perf {
@@ -28,13 +29,11 @@ struct endpoint_config {
 	uint16_t lid = 0;          /* verbs/mlx5 on InfiniBand: the peer's LID (AH dlid) */
 };
 
-/* verbs / mlx5 drivers: which RDMA device and port, and the source GID
- * index of the AH to the peer. */
-struct rdma_config {
-	std::string device;        /* ibv device name ("" : the first usable one) */
-	uint8_t port = 1;          /* physical port */
-	uint8_t gid_index = 0;     /* sgid_index (RoCEv2: the RoCE v2 GID of the address) */
-	bool gid_index_set = false; /* given: on InfiniBand too, address by GID */
+/* verbs / mlx5 / EFA drivers: [rdma]'s device, port and the source GID
+ * index of the AH to the peer (apps/common/rdma_config.h: not given, 0;
+ * given, the peer is addressed by GID on InfiniBand too), and the
+ * exchange with the peer. */
+struct rdma_config : apps::rdma_device_config {
 	/* "host:port" of a TCP exchange of QPN, GID, LID and Q_Key before the
 	 * test, as perftest does (the server listens there, the client
 	 * connects); empty: [server] of the config says where the server is. */

@@ -266,7 +266,7 @@ int open_sides(runtime &rt, const perf_config &c, perf_config &cx, side<Dev> &sr
 			return st;
 		const port_attr &pa = me.dev.port();
 		rt.bind_this_thread(main_lcore().cpu);
-		std::string gid = c.rdma.gid_index < pa.gids.size() ? format_gid(pa.gids[c.rdma.gid_index]) : "-";
+		std::string gid = c.rdma.sgid_index() < pa.gids.size() ? format_gid(pa.gids[c.rdma.sgid_index()]) : "-";
 		std::string qpns;
 		for (const auto &e : me.w) {
 			char b[16];
@@ -275,7 +275,7 @@ int open_sides(runtime &rt, const perf_config &c, perf_config &cx, side<Dev> &sr
 		}
 		if (!c.json)
 			printf(" rdgram-perf: %s, driver %s, QPN %s, GID[%u] %s, LID %u, %s port\n", c.mode.c_str(),
-			       me.dev.driver_name(), qpns.c_str(), unsigned(c.rdma.gid_index), gid.c_str(),
+			       me.dev.driver_name(), qpns.c_str(), unsigned(c.rdma.sgid_index()), gid.c_str(),
 			       unsigned(pa.lid), pa.link == link_layer::ethernet ? "Ethernet (RoCE)" : "InfiniBand");
 		fflush(stdout);
 		if (peer) {

@@ -33,6 +33,7 @@
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
+#include "rdma_open.h"
 
 namespace rdgram::perf {
 
@@ -63,46 +64,6 @@ int oob_swap(const perf_config &c, const endpoint_config &self, endpoint_config 
 
 /* ---- verbs, mlx5, EFA --------------------------------------------------- */
 
-#if RDGRAM_HAVE_DRIVER_VERBS
-/* Opens a verbs device: any rdma-core provider. 0 or an errno value. */
-inline int open_device(runtime &rt, const perf_config &c, verbs::verbs_device &dev)
-{
-	verbs::verbs_config vc;
-	vc.device = c.rdma.device;
-	vc.port_num = c.rdma.port;
-	vc.max_ah = c.max_ah;
-	vc.qsbr = rt.qsbr();
-	vc.topology = rt.topology();
-	return dev.open(vc);
-}
-#endif
-
-#if RDGRAM_HAVE_DRIVER_MLX5
-/* Opens an mlx5 device (direct verbs). 0 or an errno value. */
-inline int open_device(runtime &rt, const perf_config &c, mlx5::mlx5_device &dev)
-{
-	mlx5::mlx5_config mc;
-	mc.device = c.rdma.device;
-	mc.port_num = c.rdma.port;
-	mc.max_ah = c.max_ah;
-	mc.qsbr = rt.qsbr();
-	return dev.open(mc);
-}
-#endif
-
-#if RDGRAM_HAVE_DRIVER_EFA
-/* Opens an EFA device, its queues UD (rdgram-perf's tests are
- * datagrams; SRD is reliable, another test). 0 or an errno value. */
-inline int open_device(runtime &rt, const perf_config &c, efa::efa_device &dev)
-{
-	efa::efa_config ec;
-	ec.device_name = c.rdma.device;
-	ec.max_ah = std::min<uint32_t>(c.max_ah, ec.max_ah);
-	ec.qsbr = rt.qsbr();
-	return dev.open(ec);
-}
-#endif
-
 /* Our QP's number (EFA's queue names it qp_num). */
 template <class Q> uint32_t queue_qpn(const Q &q)
 {
@@ -130,10 +91,8 @@ template <class Dev>
 int open_rdma_side(runtime &rt, const perf_config &c, side<Dev> &s,
 		   const std::function<int(int numa, std::vector<lcore_cpu> *)> &pick)
 {
-	if (int rc = open_device(rt, c, s.dev); rc != 0) {
-		fprintf(stderr, "rdgram-perf: driver %s: cannot open RDMA device '%s' port %u: %s (%s)\n",
-			s.dev.driver_name(), c.rdma.device.empty() ? "(first found)" : c.rdma.device.c_str(),
-			unsigned(c.rdma.port), s.dev.error().c_str(), strerror(rc));
+	if (int rc = apps::open_rdma_device(rt, c.rdma, {.max_ah = c.max_ah}, s.dev); rc != 0) {
+		fprintf(stderr, "rdgram-perf: %s\n", apps::rdma_open_error(s.dev, c.rdma, rc).c_str());
 		return 1;
 	}
 	std::vector<lcore_cpu> lcores;
@@ -166,7 +125,7 @@ inline ibv_ah_attr server_ah_attr(const perf_config &cx, const port_attr &port)
 	a.dlid = cx.server.lid;
 	/* IB without a GRH needs the LID; otherwise address by GID. */
 	a.is_global = port.grh_required || cx.server.lid == 0;
-	a.grh.sgid_index = cx.rdma.gid_index;
+	a.grh.sgid_index = cx.rdma.sgid_index();
 	a.grh.hop_limit = 64;
 	memcpy(a.grh.dgid.raw, cx.server.address.raw, 16);
 	return a;
@@ -203,8 +162,8 @@ template <class Dev> int exchange_oob(const perf_config &c, const side<Dev> &s, 
 {
 	const port_attr &pa = s.dev.port();
 	oob_addr self{}, peer{};
-	if (c.rdma.gid_index < pa.gids.size())
-		memcpy(self.gid, pa.gids[c.rdma.gid_index].raw, 16);
+	if (c.rdma.sgid_index() < pa.gids.size())
+		memcpy(self.gid, pa.gids[c.rdma.sgid_index()].raw, 16);
 	self.qpn = s.w[0]->qpn;
 	self.qkey = s.self->qkey;
 	self.lid = pa.lid;

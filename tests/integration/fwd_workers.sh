@@ -173,12 +173,13 @@ for d in verbs mlx5 efa; do
 		bad_case "efa cannot reflect" 2 "driver efa cannot reflect" "" --driver efa
 	elif [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
 		# Built, no device here: the open fails in one line (exit 1).
-		bad_case "driver $d without a device" 1 "$d device (the first usable): no " "" --driver $d --workers 2
+		bad_case "driver $d without a device" 1 "driver $d: cannot open RDMA device '(the first usable)' port 1: no " "" \
+			--driver $d --workers 2
 	fi
 done
 # The verbs example config parses and fails only at the device.
 cfgdir=$(cd "$(dirname "$0")/../../config" && pwd)
 if [[ $built == *" verbs "* ]] && [ -z "$(ls /sys/class/infiniband 2>/dev/null)" ]; then
-	bad_case "config/rdgram-fwd-verbs.toml without rxe0" 1 "verbs device rxe0: " "$(cat "$cfgdir/rdgram-fwd-verbs.toml")"
+	bad_case "config/rdgram-fwd-verbs.toml without rxe0" 1 "driver verbs: cannot open RDMA device 'rxe0' port 1: " "$(cat "$cfgdir/rdgram-fwd-verbs.toml")"
 fi
 exit $fail

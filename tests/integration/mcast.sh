@@ -168,7 +168,7 @@ if ls /sys/class/infiniband/* >/dev/null 2>&1; then
 else
   "$mc" $eal --file-prefix "rdgram-mc$$" -- --driver verbs --mode sub --status-interval 0 >"$tmp/verbs" 2>&1
   rc=$?
-  if [ $rc -eq 1 ] && grep -q "rdgram-mcast: sub0: no RDMA device" "$tmp/verbs"; then
+  if [ $rc -eq 1 ] && grep -q "rdgram-mcast: sub0: driver verbs: cannot open RDMA device '(the first usable)': no RDMA device" "$tmp/verbs"; then
     echo "verbs without a device: $(grep 'rdgram-mcast:' "$tmp/verbs")"
   else
     echo "FAIL: --driver verbs without a device: exit $rc"; cat "$tmp/verbs"; fail=1

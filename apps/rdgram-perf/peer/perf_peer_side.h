@@ -38,14 +38,14 @@ template <class Dev> int run_peer_side(runtime &rt, const perf_config &c, side<D
 		ps.device = "soft, " + s.self->vdev;
 	} else {
 		ps.lid = pa.lid;
-		ps.with_gid = pa.link == link_layer::ethernet || pa.grh_required || c.rdma.gid_index_set;
-		if (ps.with_gid && c.rdma.gid_index >= pa.gids.size()) {
+		ps.with_gid = pa.link == link_layer::ethernet || pa.grh_required || c.rdma.gid_index >= 0;
+		if (ps.with_gid && c.rdma.sgid_index() >= pa.gids.size()) {
 			fprintf(stderr, "rdgram-perf: [rdma] gid_index %u: the port has %zu GIDs\n",
-				unsigned(c.rdma.gid_index), pa.gids.size());
+				unsigned(c.rdma.sgid_index()), pa.gids.size());
 			return 2;
 		}
 		if (ps.with_gid)
-			ps.gid = pa.gids[c.rdma.gid_index];
+			ps.gid = pa.gids[c.rdma.sgid_index()];
 		ps.device = std::string(s.dev.driver_name()) + ", " +
 			    (c.rdma.device.empty() ? "first device" : c.rdma.device);
 	}
@@ -66,7 +66,7 @@ template <class Dev> int run_peer_side(runtime &rt, const perf_config &c, side<D
 			a.port_num = 1;
 			a.dlid = dlid;
 			a.is_global = ps.with_gid;
-			a.grh.sgid_index = c.rdma.gid_index;
+			a.grh.sgid_index = c.rdma.sgid_index();
 			a.grh.hop_limit = 64;
 			memcpy(a.grh.dgid.raw, g.raw, 16);
 			int ae = 0;
