@@ -58,5 +58,8 @@ cp /bin/busybox "$stage/bin/busybox"
 cp "$here/guest-init.sh" "$stage/init"
 chmod 755 "$stage/init"
 mkdir -p "$(dirname "$out")"
-(cd "$stage" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp" || fail "cpio failed"
-mv "$out.tmp" "$out"
+# A file of this run's own, renamed into place: two lab tests started at
+# once on an empty cache (build.sh runs two at a time) each build one, and
+# the rename is atomic, so neither reads the other's half-written file.
+(cd "$stage" && find . | cpio -o -H newc --quiet | gzip -1) >"$out.tmp.$$" || { rm -f "$out.tmp.$$"; fail "cpio failed"; }
+mv "$out.tmp.$$" "$out"
