@@ -31,9 +31,13 @@ applets=$(/bin/busybox --list 2>/dev/null) || applets=
 # crc32_generic first: rxe computes its ICRC through the crypto API's
 # "crc32" and fails to add a link without it. Then virtio (PCI, net, 9p
 # for the host's root), then the RDMA stack: rxe, uverbs for userspace,
-# rdma_ucm for rdma_cm (multicast joins); 8021q for rxe on a VLAN netdev
-# (lab.vlan=, guest-init.sh).
-want=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p rdma_rxe ib_uverbs rdma_ucm 8021q)
+# rdma_ucm for rdma_cm (multicast joins). Then what DPDK's net_tap needs
+# for rte_flow rules (lab_verbs_hw runs test_soft_tap): tun, the multiq root and
+# ingress qdiscs it creates, flower filters with their skbedit (QUEUE),
+# gact (DROP, PASSTHRU) and mirred actions (net_tap's RSS action, BPF, is
+# not used). 8021q for the VLAN netdev on eth0 (lab.vlan=, guest-init.sh).
+want=(crc32_generic virtio_pci virtio_net 9pnet_virtio 9p rdma_rxe ib_uverbs rdma_ucm
+	tun sch_multiq sch_ingress cls_flower act_skbedit act_gact act_mirred 8021q)
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage"/{bin,lib/modules}
