@@ -105,7 +105,7 @@ ref_out reference(const port_attr &port, const std::vector<wire::gid> &t, uint8_
 	ref_out r;
 	const bool eth = port.link == link_layer::ethernet;
 	r.a.dlid = wc.slid;
-	r.a.sl = eth ? 0 : uint8_t(wc.sl & 0xf);
+	r.a.sl = uint8_t(wc.sl & (eth ? 0x7 : 0xf)); /* RoCE: the received 802.1Q priority */
 	r.a.src_path_bits = wc.dlid_path_bits;
 	r.a.port_num = port_num;
 	if (port_num != 1) {
