@@ -281,6 +281,18 @@ std::vector<table_reader> table_reader::get_table_array(const char *key)
 	return out;
 }
 
+std::vector<table_reader> table_reader::get_tables(const char *key)
+{
+	const toml::node *n = t_.get(key);
+	if (n != nullptr && n->is_table()) {
+		seen_.insert(key);
+		return {table_reader(*n->as_table(), full(key), file_)};
+	}
+	if (n != nullptr && !n->is_array_of_tables())
+		fail(key, "a table ([" + full(key) + "]) or an array of tables ([[" + full(key) + "]])");
+	return get_table_array(key);
+}
+
 void table_reader::finish() const
 {
 	for (const auto &[k, v] : t_) {
@@ -289,6 +301,15 @@ void table_reader::finish() const
 			throw config_error(where_ + ": unknown key '" + full(std::string(k.str()).c_str()) + "'");
 		}
 	}
+}
+
+void table_reader::refuse_renamed(const char *key, const std::string &hint) const
+{
+	for (const auto &[k, v] : t_)
+		if (k.str() == key) {
+			std::string w = k.source().begin.line != 0 ? pos(file_, k.source()) : where(&v);
+			throw config_error(w + ": unknown key '" + full(key) + "': " + hint);
+		}
 }
 
 } // namespace rdgram

@@ -51,10 +51,19 @@ public:
 	std::vector<wire::gid> get_ip_array(const char *key);
 	std::optional<table_reader> get_table(const char *key);
 	std::vector<table_reader> get_table_array(const char *key);
+	/* One table ([key]: one reader) or an array of them ([[key]]). */
+	std::vector<table_reader> get_tables(const char *key);
 	bool has(const char *key) const { return t_.contains(key); }
 
 	/* Throws for any key that was never read. */
 	void finish() const;
+	/* A key this table no longer takes: when t has it, throws
+	 * "file:line:column: unknown key 'a.key': <hint>" (the hint names
+	 * what replaced it). */
+	void refuse_renamed(const char *key, const std::string &hint) const;
+	/* "file:line:column" of the table itself, for an error found after
+	 * loading (a key the table should have had). */
+	std::string position() const { return where(nullptr); }
 
 	[[noreturn]] void fail(const char *key, const std::string &expected) const;
 	const std::string &path() const { return path_; }
