@@ -36,7 +36,7 @@ def verbs_cfgs(d, tag):
     for name, role, n in (("rdg0", "server", 1), ("rdg1", "client", 2)):
         p = os.path.join(d, f"{name}.toml")
         with open(p, "w") as f:
-            f.write(f'[[port]]\nname = "{name}"\ndevice = "net_memif{n - 1},role={role},socket={sock}"\n'
+            f.write(f'[[port]]\nname = "{name}"\ndevargs = "net_memif{n - 1},role={role},socket={sock}"\n'
                     f'mac = "02:00:00:00:00:0{n}"\naddresses = ["10.0.0.{n}"]\nmtu = 1024\n')
         cfgs.append(p)
     return cfgs

@@ -344,6 +344,7 @@ size = 4096
 timeout = 0.5
 immediate = true
 [port]
+devargs = "net_memif0,role=server"
 mtu = 1024
 pkey = 0x8001
 resolve = false
@@ -352,7 +353,6 @@ neigh_fail_hold_ms = 0
 address = "fd00::5"
 qpn = 0xffffff
 qkey = 0x7fffffff
-vdev = "net_memif0,role=server"
 lcores = "0-1"
 [client]
 address = "fd00::6"

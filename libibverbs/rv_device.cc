@@ -27,7 +27,7 @@
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
 
-#include "port.h"
+#include "soft_port.h"
 #include "rdgram/config.h"
 #include "rv.h"
 #include "rv_api.h"
@@ -189,8 +189,8 @@ constexpr unsigned memif_client_wait_ms = 3000;
 
 bool is_memif(const rv_port_config &pc, bool server)
 {
-	return pc.device.rfind("net_memif", 0) == 0 &&
-	       (pc.device.find("role=server") != std::string::npos) == server;
+	return pc.devargs.rfind("net_memif", 0) == 0 &&
+	       (pc.devargs.find("role=server") != std::string::npos) == server;
 }
 
 /* Holding the EAL's interrupt thread: a callback of its, on an eventfd of
@@ -275,7 +275,7 @@ int open_port(rv_device &d, unsigned index, bool may_retry)
 		intr_hold *h;
 		~release_at_return() { release_intr_thread(h); }
 	} release{hold};
-	if (int rc = apps::probe_port(pc.device, &d.port_id, &err, &d.probed); rc != 0) {
+	if (int rc = soft::probe_port(pc.devargs, &d.port_id, &err, &d.probed); rc != 0) {
 		logf("port %s: %s", pc.name.c_str(), err.c_str());
 		return rc;
 	}

@@ -25,14 +25,13 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.bootstrap = t->get_enum("bootstrap", c.bootstrap, {"auto", "pmix", "tcp"});
 		c.job = t->get_string("job", c.job);
 		c.rendezvous = t->get_string("rendezvous", c.rendezvous);
-		c.port = t->get_string("port", c.port);
+		for (const char *k : {"port", "devargs"})
+			t->refuse_renamed(k, "the port's DPDK device is 'devargs', in [port]");
+		for (const char *k : {"mtu", "vlan", "ecn"})
+			t->refuse_renamed(k, std::string("the port's settings are in [port] (") + k + ")");
 		c.json = t->get_string("json", c.json);
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
 		c.qkey = uint32_t(t->get_int("qkey", c.qkey, 0, 0x7fffffff));
-		c.mtu = soft::get_soft_key(*t, "mtu", c.mtu);
-		if (t->has("vlan"))
-			c.vlan = uint16_t(soft::get_soft_key(*t, "vlan", 1));
-		c.ecn = t->get_bool("ecn", c.ecn);
 		t->finish();
 	}
 	if (auto t = r.get_table("collectives")) {
@@ -54,6 +53,11 @@ void load_coll_config(const std::string &path, coll_config &c)
 		c.idle_sleep_us = uint32_t(t->get_int("idle_sleep_us", c.idle_sleep_us, 1, 1000000));
 		t->finish();
 	}
+	/* The first port table is every rank's (a single-port app). */
+	if (auto ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false,
+					      .addresses_required = false, .defaults = c.port, .extra = {}});
+	    !ports.empty())
+		c.port = ports[0];
 	r.finish();
 }
 

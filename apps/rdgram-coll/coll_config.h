@@ -14,6 +14,7 @@
 #include <rte_config.h>
 
 #include "rdma_config.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::coll {
 
@@ -27,7 +28,6 @@ struct coll_config {
 	std::string bootstrap = "auto"; /* procs: auto | pmix | tcp (job_bootstrap.h) */
 	std::string job;                /* procs: the job's name in every endpoint record ("": PMIx namespace) */
 	std::string rendezvous = "127.0.0.1:18515"; /* procs: rank 0's TCP address */
-	std::string port;               /* procs: devargs of this rank's DPDK port ("{rank}": the rank) */
 	uint32_t iters = 100;           /* iterations of each collective */
 	uint32_t size = 64;             /* bytes per block (allgather, alltoall) */
 	uint32_t rto_us = 200;          /* retransmission timeout */
@@ -35,9 +35,16 @@ struct coll_config {
 	uint64_t seed = 1;              /* drop pattern */
 	double timeout_s = 30;          /* every phase's deadline */
 	uint32_t qkey = 0x11110000;     /* Q_Key of every rank's QP */
-	uint32_t mtu = 2048;            /* path MTU of every rank's device (IB sizes 256..4096) */
-	uint16_t vlan = 0;              /* soft: 802.1Q VLAN ID of every rank's port (0: untagged) */
-	bool ecn = false;               /* soft: ECT(0) on datagrams (soft_params.h) */
+	/* soft: [port] (soft_config_toml.h, docs/PORTS.md), every rank's:
+	 * procs, its devargs are this rank's DPDK port ("{rank}": the rank),
+	 * its addresses and mac the rank's own when given (else from the
+	 * rank); threads, its settings only (each rank gets a net_ring).
+	 * The path MTU 2048 unless it says. */
+	soft::port_config port = [] {
+		soft::port_config p;
+		p.mtu = 2048;
+		return p;
+	}();
 	std::string idle = "busy";      /* the poll lcore when idle: busy | yield | sleep (poll_idle.h) */
 	uint32_t idle_spins = 64;       /* empty polls in a row before yielding or sleeping */
 	uint32_t idle_sleep_us = 100;   /* sleep: the longest nap */

@@ -14,7 +14,7 @@
 #include <rte_ethdev.h>
 
 #include "ah_attr.h"
-#include "port.h"
+#include "soft_port.h"
 #include "rdma_open.h"
 
 namespace rdgram::coll {
@@ -59,7 +59,7 @@ int open_user_port(const std::string &devargs, uint32_t rank, uint16_t *port, bo
 	std::string args = devargs;
 	for (size_t at; (at = args.find("{rank}")) != std::string::npos;)
 		args.replace(at, 6, std::to_string(rank));
-	if (std::string err; apps::probe_port(args, port, &err, probed) != 0) {
+	if (std::string err; soft::probe_port(args, port, &err, probed) != 0) {
 		fprintf(stderr, "rdgram-coll: rank %u: --port: %s\n", rank, err.c_str());
 		return 1;
 	}
@@ -73,21 +73,32 @@ int open_soft(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<sof
 	      const std::vector<rank_addr> &statics, int node)
 {
 	const bool fixed_mac = !statics.empty() || nranks == 1;
-	soft::soft_config sc;
+	/* [port]'s settings (mtu, vlan, ecn, neighbour timers, ...). */
+	soft::soft_config sc(c.port);
 	sc.port_id = lr.port;
 	sc.set_mac = fixed_mac; /* threads: the switch forwards by rank MAC */
 	sc.mac = fixed_mac ? mac_of(lr.rank) : rte_ether_addr{};
 	sc.addresses = {gid_of(lr.rank)};
+	if (c.mode == "procs") {
+		/* The rank's own port: its table's MAC and addresses when it
+		 * gives them (the exchange tells the others). */
+		if (c.port.set_mac) {
+			sc.set_mac = true;
+			sc.mac = c.port.mac;
+		}
+		if (!c.port.addresses.empty())
+			sc.addresses = c.port.addresses;
+		sc.neighbours = c.port.neighbours;
+		sc.nb_mbufs = std::max<uint32_t>(c.port.nb_mbufs, 4095);
+	}
 	sc.max_ah = std::max<uint32_t>(64, 2 * nranks);
 	sc.qsbr = rt.qsbr();
 	sc.av_nodes = {node};
 	/* procs: net_af_xdp fills its fill queue (2048 descriptors) from
 	 * the pool at queue set-up, so the pool holds more than that. */
-	sc.nb_mbufs = fixed_mac ? 2047 : 4095;
+	if (c.mode != "procs")
+		sc.nb_mbufs = fixed_mac ? 2047 : 4095;
 	sc.rx_desc = sc.tx_desc = 512;
-	sc.mtu = c.mtu;
-	sc.vlan = c.vlan;
-	sc.ecn = c.ecn;
 	if (fixed_mac) {
 		sc.resolve = false;
 		for (const rank_addr &a : statics)
@@ -122,7 +133,7 @@ int open_soft(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<sof
 	}
 	lr.q_up = true;
 	lr.qpn = qpn_base + lr.rank;
-	lr.gid = gid_of(lr.rank);
+	lr.gid = sc.addresses[0];
 	if (int rc = lr.q.add_qp(lr.qpn, c.qkey); rc != 0) {
 		fprintf(stderr, "rdgram-coll: rank %u: QP 0x%x: %s\n", lr.rank, lr.qpn, strerror(rc));
 		return 1;

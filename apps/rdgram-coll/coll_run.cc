@@ -108,7 +108,7 @@ template <class Dev> int run_phases(const coll_config &c, job<Dev> &j, job_ctl &
 		job_bootstrap *boot = k.boot.get();
 		/* The soft driver's MTU is the job's setting; an RDMA
 		 * device's is its port's (the record carries none). */
-		endpoint_record self{endpoint_magic, endpoint_format, uint16_t(apps::is_soft<Dev> ? c.mtu : 0),
+		endpoint_record self{endpoint_magic, endpoint_format, uint16_t(apps::is_soft<Dev> ? c.port.mtu : 0),
 				     job_key(c.job.empty() ? boot->job_name() : c.job), rank_record(c, *j.ranks[0])};
 		std::vector<endpoint_record> recs;
 		if (boot->exchange(self, c.timeout_s, &recs) != 0) {

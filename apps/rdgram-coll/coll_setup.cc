@@ -84,9 +84,9 @@ int prepare_job(const coll_config &c, const cli::parser &app, std::vector<std::s
 	}
 	if (procs) {
 		std::string err;
-		if (c.port.empty() && c.driver == "soft") {
-			fprintf(stderr, "rdgram-coll: procs mode needs --port (this rank's DPDK port, e.g. "
-					"net_af_packet{rank},iface=veth{rank})\n");
+		if (std::string e = soft::need_devargs(c.port); !e.empty() && c.driver == "soft") {
+			fprintf(stderr, "rdgram-coll: procs mode: %s, or --port (this rank's DPDK port, e.g. "
+					"net_af_packet{rank},iface=veth{rank})\n", e.c_str());
 			return 2;
 		}
 		if (!(k->boot = open_bootstrap(c, app, &err))) {
@@ -182,7 +182,7 @@ template <class Dev> int set_up_job(const coll_config &c, runtime &rt, job<Dev> 
 		auto lr = std::make_unique<local_rank<Dev>>();
 		lr->rank = my_rank;
 		if constexpr (apps::is_soft<Dev>)
-			status = open_user_port(c.port, my_rank, &lr->port, &lr->port_probed);
+			status = open_user_port(c.port.devargs, my_rank, &lr->port, &lr->port_probed);
 		if (status == 0)
 			status = open_rank(c, rt, nranks, *lr, {}, node);
 		j.ranks.push_back(std::move(lr));

@@ -55,7 +55,7 @@ namespace {
 const char *soft_only_settings(const coll_config &c, const cli::parser &app, apps::driver_kind d)
 {
 	const bool soft = d == apps::driver_kind::soft;
-	if (!soft && !c.port.empty())
+	if (!soft && !c.port.devargs.empty())
 		return "--port is the soft driver's DPDK port; the RDMA drivers take --device (and --ib-port, --gid-index)";
 	if (!soft && app.count("--mtu") != 0)
 		return "--mtu is the soft driver's; an RDMA device's path MTU is its port's";
@@ -115,7 +115,7 @@ int main(int argc, char **argv)
 		"[the PMIx namespace]");
 	app.add("--rendezvous", c.rendezvous,
 		"procs, tcp: host:port where rank 0 listens for the address exchange [127.0.0.1:18515]");
-	app.add("--port", c.port,
+	app.add("--port", c.port.devargs,
 		"procs: this rank's DPDK port, as devargs (a vdev, e.g. net_af_packet{rank},iface=veth{rank}, "
 		"probed here) or the name of a port given to the EAL (--vdev, -a); {rank} is replaced by the rank");
 	app.add("--idle", c.idle,
@@ -140,14 +140,14 @@ int main(int argc, char **argv)
 	app.add("--timeout", c.timeout_s, "deadline of each phase (exchange, storm, collectives), s [30]")
 		.range(0.1, 3600.0);
 	app.add("--qkey", c.qkey, "Q_Key of every rank's QP (below 0x80000000) [0x11110000]").range(0u, 0x7fffffffu);
-	app.add("--mtu", c.mtu, "path MTU of every rank's device: 256, 512, 1024, 2048 or 4096 [2048]")
+	app.add("--mtu", c.port.mtu, "path MTU of every rank's device: 256, 512, 1024, 2048 or 4096 [2048]")
 		.range(256u, 4096u);
 
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
 
-	if ((c.mtu & (c.mtu - 1)) != 0) {
-		fprintf(stderr, "rdgram-coll: --mtu %u: expected 256, 512, 1024, 2048 or 4096\n", c.mtu);
+	if ((c.port.mtu & (c.port.mtu - 1)) != 0) {
+		fprintf(stderr, "rdgram-coll: --mtu %u: expected 256, 512, 1024, 2048 or 4096\n", c.port.mtu);
 		return 2;
 	}
 	apps::driver_kind drv;

@@ -27,58 +27,30 @@ std::optional<uint32_t> opt_int(table_reader &t, const char *key, int64_t min, i
 	return uint32_t(t.get_int(key, 0, min, max));
 }
 
-void load_port(table_reader t, port_config &p)
+/* rdgram-fwd's own key of a [[port]]: its QPs. */
+std::vector<qp_config> load_qps(table_reader &t)
 {
-	p.name = t.get_string("name", p.name);
-	p.device = t.get_string("device", p.device);
-	p.mac = t.get_mac("mac", p.mac, &p.set_mac);
-	if (t.has("addresses")) {
-		p.addresses = t.get_ip_array("addresses");
-		if (p.addresses.empty())
-			t.fail("addresses", "at least one IPv4 or IPv6 address");
-		for (const auto &a : p.addresses)
-			if (a.is_multicast() || a.is_zero())
-				t.fail("addresses", "unicast IPv4 or IPv6 addresses");
+	std::vector<qp_config> out;
+	if (!t.has("qps"))
+		return out;
+	std::set<uint32_t> seen;
+	for (auto q : t.get_table_array("qps")) {
+		qp_config qc{};
+		if (!q.has("qpn"))
+			q.fail("qpn", "a QP number from 2 to 0xffffff");
+		qc.qpn = uint32_t(q.get_int("qpn", 0, 2, 0xffffff));
+		qc.qkey = get_qkey(q, "qkey", 0x11111111);
+		qc.worker = int(q.get_int("worker", -1, 0, 255));
+		if (!seen.insert(qc.qpn).second)
+			q.fail("qpn", "a QP number not used twice on the port");
+		q.finish();
+		out.push_back(qc);
 	}
-	soft::load_soft_port(t, p);
-	p.nb_mbufs = uint32_t(t.get_int("mbufs", p.nb_mbufs, 1023, 1 << 22));
-	if (t.has("neighbours")) {
-		p.neighbours.clear();
-		for (auto n : t.get_table_array("neighbours")) {
-			neigh_config nc{};
-			auto ip = n.get_ip("ip");
-			if (!ip)
-				n.fail("ip", "the neighbour's IPv4 or IPv6 address");
-			nc.ip = *ip;
-			bool given = false;
-			nc.mac = n.get_mac("mac", nc.mac, &given);
-			if (!given)
-				n.fail("mac", "the neighbour's MAC address");
-			n.finish();
-			p.neighbours.push_back(nc);
-		}
-	}
-	if (t.has("qps")) {
-		p.qps.clear();
-		std::set<uint32_t> seen;
-		for (auto q : t.get_table_array("qps")) {
-			qp_config qc{};
-			if (!q.has("qpn"))
-				q.fail("qpn", "a QP number from 2 to 0xffffff");
-			qc.qpn = uint32_t(q.get_int("qpn", 0, 2, 0xffffff));
-			qc.qkey = get_qkey(q, "qkey", 0x11111111);
-			qc.worker = int(q.get_int("worker", -1, 0, 255));
-			if (!seen.insert(qc.qpn).second)
-				q.fail("qpn", "a QP number not used twice on the port");
-			q.finish();
-			p.qps.push_back(qc);
-		}
-		/* At most 8 per worker (the soft driver's per-queue limit):
-		 * check_fwd_config, once the workers are known. */
-		if (p.qps.empty() || p.qps.size() > 8 * 64)
-			t.fail("qps", "1 to 512 QPs (8 per worker: the soft driver's per-queue limit)");
-	}
-	t.finish();
+	/* At most 8 per worker (the soft driver's per-queue limit):
+	 * check_fwd_config, once the workers are known. */
+	if (out.empty() || out.size() > 8 * 64)
+		t.fail("qps", "1 to 512 QPs (8 per worker: the soft driver's per-queue limit)");
+	return out;
 }
 
 void load_peer(table_reader t, peer_config &p)
@@ -136,18 +108,16 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 		t->finish();
 	}
 	if (r.has("port")) {
+		/* The devargs may come from --port (check_fwd_config). */
+		std::vector<std::vector<qp_config>> qps;
+		soft::port_rules rules{.name_prefix = "p", .devargs_required = false};
+		rules.extra = [&qps](table_reader &t, soft::port_config &, size_t) { qps.push_back(load_qps(t)); };
 		c.ports.clear();
-		std::set<std::string> names;
-		size_t i = 0;
-		for (auto t : r.get_table_array("port")) {
+		for (soft::port_config &sp : soft::load_ports(r, rules)) {
 			port_config p;
-			/* (append, not "p" + to_string(): GCC 12's false -Wrestrict, PR 105651) */
-			p.name = "p";
-			p.name += std::to_string(i++);
-			load_port(t, p);
-			if (!names.insert(p.name).second)
-				t.fail("name", "a port name not used twice");
-			c.ports.push_back(p);
+			static_cast<soft::port_config &>(p) = std::move(sp);
+			p.qps = std::move(qps[c.ports.size()]);
+			c.ports.push_back(std::move(p));
 		}
 	}
 	if (auto t = r.get_table("peers")) {
@@ -224,12 +194,10 @@ void check_fwd_config(const fwd_config &c)
 	if (c.ports.empty())
 		throw config_error("no port: give [[port]] in the config or --port DEVARGS");
 	for (const auto &p : c.ports) {
-		if (p.device.empty())
-			throw config_error("port '" + p.name + "' has no device (config 'device' or --port)");
+		if (std::string e = soft::need_devargs(p); !e.empty())
+			throw config_error(e + " (or --port)");
 		if (p.addresses.empty())
 			throw config_error("port '" + p.name + "' has no addresses");
-		if (p.qps.empty())
-			throw config_error("port '" + p.name + "' has no qps");
 		/* Each worker polls queue w of the port and owns the QPs placed
 		 * there: a QP on a queue nobody polls would never be served, and
 		 * a worker without a QP on a port could not send from it. */

@@ -17,7 +17,7 @@
 
 #include "rdgram/wire.h"
 #include "rdma_config.h"
-#include "soft_params.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::fwd {
 
@@ -29,23 +29,10 @@ struct qp_config {
 	int worker = -1;
 };
 
-struct neigh_config {
-	wire::gid ip;
-	rte_ether_addr mac;
-};
-
-/* One DPDK port with the soft RoCEv2 driver on it. */
-/* One [[port]]: the soft driver's keys (mtu, pkey, max_ah, resolve,
- * neigh_*: soft_port_params, read by soft_config_toml.h) and rdgram-fwd's. */
-struct port_config : soft::soft_port_params {
-	std::string name;   /* what peers' "port" refers to */
-	std::string device; /* ethdev name (from EAL --vdev or a PCI address) or vdev devargs */
-	bool set_mac = false;
-	rte_ether_addr mac{};
-	std::vector<wire::gid> addresses; /* GID table, index = sgid_index */
-	std::vector<neigh_config> neighbours;
+/* One [[port]]: the port table every app reads (soft_config_toml.h,
+ * docs/PORTS.md) and rdgram-fwd's own key, its QPs. */
+struct port_config : soft::port_config {
 	std::vector<qp_config> qps;
-	uint32_t nb_mbufs = 8191;
 };
 
 /* A destination of forwarded traffic. */

@@ -44,13 +44,13 @@ std::vector<port_report> port_reports(runtime &rt, const fwd_config &c, const fw
 	std::vector<port_report> out;
 	for (size_t p = 0; p < a.ports.size(); p++) {
 		port_rt<Dev> &pr = *a.ports[p];
-		port_report r{&c.ports[p], pr.port_id, c.ports[p].device, false, {}, {}, false, {}};
+		port_report r{&c.ports[p], pr.port_id(), c.ports[p].devargs, false, {}, {}, false, {}};
 		if constexpr (apps::is_soft<Dev>) {
-			r.have_eth = rte_eth_stats_get(pr.port_id, &r.eth) == 0;
+			r.have_eth = rte_eth_stats_get(pr.port_id(), &r.eth) == 0;
 			r.have_neigh = true;
-			rt.ctl().call([&] { r.neigh = pr.dev.neigh_stats(); });
+			rt.ctl().call([&] { r.neigh = pr.dev().neigh_stats(); });
 		} else {
-			r.device = std::string(pr.dev.driver_name()) + " " +
+			r.device = std::string(pr.dev().driver_name()) + " " +
 				   (c.rdma.device.empty() ? std::string("(first usable)") : c.rdma.device) + " port " +
 				   std::to_string(c.rdma.port);
 		}
@@ -107,7 +107,7 @@ template <class Dev> bool run(runtime &rt, const fwd_config &c, fwd_app<Dev> &a,
 		printf("%s %u (cpu %u)", w ? "," : "", a.workers[w].lcore, a.workers[w].cpu);
 	printf(", %zu port(s)", a.ports.size());
 	for (size_t p = 0; p < a.ports.size(); p++)
-		printf("%s %s=%s", p ? "," : ":", c.ports[p].name.c_str(), c.ports[p].device.c_str());
+		printf("%s %s=%s", p ? "," : ":", c.ports[p].name.c_str(), c.ports[p].devargs.c_str());
 	printf("\n");
 	/* Who serves what: the QPs a peer sends to, by worker. */
 	for (size_t p = 0; p < a.ports.size(); p++) {

@@ -29,11 +29,11 @@
 #include "driver.h"
 #include "fwd_config.h"
 #include "fwd_loop.h"
-#include "port.h"
 #include "rdgram/ah_service.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdma_open.h"
+#include "soft_port.h"
 #include "workers.h"
 
 namespace rdgram::fwd {
@@ -50,9 +50,25 @@ template <class Q> uint32_t queue_qpn(const Q &q)
 /* Everything one port needs; lives until every worker has stopped. */
 template <class Dev> struct port_rt {
 	using Q = typename Dev::queue_type;
+	static constexpr bool soft_drv = apps::is_soft<Dev>;
 	const port_config *cfg = nullptr;
-	uint16_t port_id = 0; /* soft: the ethdev port */
-	Dev dev;
+	/* soft: the DPDK port and the device on it (soft_port.h); the RDMA
+	 * drivers: the [rdma] device. */
+	std::conditional_t<soft_drv, soft::port, Dev> owner;
+	Dev &dev()
+	{
+		if constexpr (soft_drv)
+			return owner.device();
+		else
+			return owner;
+	}
+	uint16_t port_id() const
+	{
+		if constexpr (soft_drv)
+			return owner.port_id();
+		else
+			return 0;
+	}
 	ah_service svc;
 	/* st[w]: worker w's queue of this port, its QPs and reply paths. */
 	std::vector<std::unique_ptr<port_state<Q>>> st;
@@ -82,11 +98,11 @@ template <class Dev> struct port_rt {
 		for (size_t w = 0; w < queue_up.size(); w++)
 			if (queue_up[w]) {
 				st[w]->q.tx_flush();
-				dev.destroy_queue(st[w]->q);
+				dev().destroy_queue(st[w]->q);
 				queue_up[w] = false;
 			}
-		if (open)
-			dev.close();
+		if (open || soft_drv)
+			owner.close();
 		open = false;
 	}
 	~port_rt() { tear_down(); }
@@ -115,154 +131,134 @@ inline int sgid_for(const port_config &p, const wire::gid &dst)
 
 } // namespace detail
 
-/* Opens every port of c with c.workers queues, picks the workers' lcores
+/* Opens every port of c (soft: each [[port]], with c.workers queue pairs;
+ * the RDMA drivers: the [rdma] device) and picks the workers' lcores
  * (apps/common/workers.h: NUMA order of the first port, the main lcore
- * last), creates each worker's QPs and reply paths and the peers' AHs, and
- * fills one loop context per worker. 0, or 1/2 (printed). (Main thread.) */
-template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &a)
+ * last). 0, or 1/2 (printed). (Main thread.) */
+template <class Dev> int open_ports(runtime &rt, const fwd_config &c, fwd_app<Dev> &a)
 {
-	using Q = typename Dev::queue_type;
-	constexpr bool soft_drv = apps::is_soft<Dev>;
 	const unsigned nw = c.workers;
-	auto &ports = a.ports;
 	std::string err;
-	std::vector<int> nodes;
-
 	for (size_t p = 0; p < c.ports.size(); p++) {
 		auto pr = std::make_unique<port_rt<Dev>>();
 		pr->cfg = &c.ports[p];
 		for (unsigned w = 0; w < nw; w++)
-			pr->st.push_back(std::make_unique<port_state<Q>>());
+			pr->st.push_back(std::make_unique<port_state<typename Dev::queue_type>>());
 		pr->queue_up.assign(nw, false);
 		pr->clients.assign(nw, 0);
-		if constexpr (soft_drv) {
-			if (apps::probe_port(c.ports[p].device, &pr->port_id, &err) != 0) {
-				fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
-				return 1;
-			}
-			/* One queue pair per worker: say so before the PMD
-			 * refuses the configuration in its own words. */
-			rte_eth_dev_info di{};
-			if (rte_eth_dev_info_get(pr->port_id, &di) == 0 &&
-			    (di.max_rx_queues < nw || di.max_tx_queues < nw)) {
-				fprintf(stderr,
-					"rdgram-fwd: port %s: --workers %u needs %u queue pairs, the port offers %u RX and "
-					"%u TX (PMD %s; net_pcap opens one queue per rx_pcap= and tx_pcap=)\n",
-					c.ports[p].name.c_str(), nw, nw, unsigned(di.max_rx_queues),
-					unsigned(di.max_tx_queues), di.driver_name ? di.driver_name : "?");
-				return 2;
-			}
-		}
-		ports.push_back(std::move(pr));
+		a.ports.push_back(std::move(pr));
 	}
-	if constexpr (soft_drv) {
+	if constexpr (apps::is_soft<Dev>) {
+		for (auto &pr : a.ports)
+			if (int rc = pr->owner.probe(*pr->cfg, uint16_t(nw), &err); rc != 0) {
+				fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
+				return rc == EINVAL ? 2 : 1;
+			}
 		/* The workers first: the AV replicas go on their NUMA nodes. */
-		if (apps::pick_workers(rt, rte_eth_dev_socket_id(ports[0]->port_id), nw, &a.workers, &err) != 0) {
+		if (apps::pick_workers(rt, a.ports[0]->owner.socket(), nw, &a.workers, &err) != 0) {
 			fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
 			return 2;
 		}
-		nodes = replica_nodes(rt.topology(), a.workers);
-	}
-
-	for (size_t p = 0; p < c.ports.size(); p++) {
-		port_rt<Dev> &pr = *ports[p];
-		const port_config &pc = c.ports[p];
-		if constexpr (soft_drv) {
-			soft::soft_config sc(pc); /* mtu, pkey, max_ah, neighbour resolution */
-			sc.port_id = pr.port_id;
-			sc.set_mac = pc.set_mac;
-			sc.mac = pc.mac;
-			sc.addresses = pc.addresses;
-			sc.nb_mbufs = pc.nb_mbufs;
-			sc.nb_queues = uint16_t(nw);
-			for (const auto &n : pc.neighbours)
-				sc.neighbours.push_back({n.ip, n.mac});
+		soft::port_setup s;
+		s.qsbr = rt.qsbr();
+		s.av_nodes = replica_nodes(rt.topology(), a.workers);
+		s.make_queues = false; /* each worker's queue lives in its port_state */
+		for (size_t p = 0; p < a.ports.size(); p++) {
 			/* A peer's configured MAC is a static neighbour of its egress port. */
+			s.neighbours.clear();
 			for (const auto &pe : c.peers)
-				if (pe.mac && (pe.port == pc.name || (pe.port.empty() && p == 0)))
-					sc.neighbours.push_back({pe.ip, *pe.mac});
-			sc.qsbr = rt.qsbr();
-			sc.av_nodes = nodes;
-			if (pr.dev.open(sc) != 0) {
-				fprintf(stderr, "rdgram-fwd: port %s: %s\n", pc.name.c_str(), pr.dev.error().c_str());
-				return 1;
-			}
-		} else {
-			const apps::rdma_open o{.max_ah = pc.max_ah, .qkey = c.rdma.qkey};
-			if (int rc = apps::open_rdma_device(rt, c.rdma, o, pr.dev); rc != 0) {
-				fprintf(stderr, "rdgram-fwd: %s\n", apps::rdma_open_error(pr.dev, c.rdma, rc).c_str());
-				return 1;
-			}
-			const int numa = pr.dev.port().numa_node;
-			if (apps::pick_workers(rt, numa, nw, &a.workers, &err) != 0) {
+				if (pe.mac && (pe.port == c.ports[p].name || (pe.port.empty() && p == 0)))
+					s.neighbours.push_back({pe.ip, *pe.mac});
+			if (a.ports[p]->owner.start(s, &err) != 0) {
 				fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
-				pr.open = true;
-				return 2;
+				return 1;
 			}
+			a.ports[p]->open = true;
 		}
-		pr.open = true;
-		/* The AH service's control-thread poller also runs the
-		 * device's housekeeping (ARP/ND, reclamation). */
-		ah_service_config asc;
-		asc.capacity = pc.max_ah;
-		asc.qsbr = rt.qsbr();
-		asc.socket = nodes.empty() ? SOCKET_ID_ANY : nodes[0];
-		if (int rc = pr.svc.start(pr.dev, rt.ctl(), asc); rc != 0) {
-			fprintf(stderr, "rdgram-fwd: port %s: AH service: %s\n", pc.name.c_str(), strerror(rc));
+		return 0;
+	} else {
+		port_rt<Dev> &pr = *a.ports[0];
+		const apps::rdma_open o{.max_ah = pr.cfg->max_ah, .qkey = c.rdma.qkey};
+		if (int rc = apps::open_rdma_device(rt, c.rdma, o, pr.owner); rc != 0) {
+			fprintf(stderr, "rdgram-fwd: %s\n", apps::rdma_open_error(pr.owner, c.rdma, rc).c_str());
 			return 1;
 		}
-		pr.svc_up = true;
-		for (unsigned w = 0; w < nw; w++) {
-			port_state<Q> &st = *pr.st[w];
-			queue_params qp;
-			qp.index = uint16_t(w);
-			qp.socket = asc.socket;
-			if constexpr (!soft_drv)
-				qp.qkey = c.rdma.qkey;
-			if (pr.dev.create_queue(qp, st.q) != 0) {
-				fprintf(stderr, "rdgram-fwd: port %s: queue %u: %s\n", pc.name.c_str(), w,
-					pr.dev.error().c_str());
-				return 1;
-			}
-			pr.queue_up[w] = true;
-			for (size_t k = 0; k < pc.qps.size(); k++) {
-				if (qp_worker(pc, k, nw) != w)
-					continue;
-				const qp_config &q = pc.qps[k];
-				const unsigned i = st.nqp;
-				if constexpr (soft_drv) {
-					if (int rc = st.q.add_qp(q.qpn, q.qkey); rc != 0) {
-						fprintf(stderr, "rdgram-fwd: port %s: QP 0x%x: %s\n", pc.name.c_str(), q.qpn,
-							strerror(rc));
-						return 1;
-					}
-					st.qpn[i] = q.qpn;
-					st.qkey[i] = q.qkey;
-				} else {
-					st.qpn[i] = queue_qpn(st.q);
-					st.qkey[i] = c.rdma.qkey;
-				}
-				ah_client_config cc;
-				cc.max_dests = c.pending_dests;
-				cc.max_per_dest = c.pending_per_dest;
-				cc.max_total = c.pending_total;
-				cc.timeout_us = uint64_t(c.pending_timeout_ms) * 1000;
-				cc.mp = pr.dev.mempool();
-				cc.socket = asc.socket;
-				if (int rc = pr.svc.add_client(st.cl[i], cc); rc != 0) {
-					fprintf(stderr, "rdgram-fwd: port %s: reply path: %s\n", pc.name.c_str(),
+		pr.open = true;
+		if (apps::pick_workers(rt, pr.owner.port().numa_node, nw, &a.workers, &err) != 0) {
+			fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
+			return 2;
+		}
+		return 0;
+	}
+}
+
+/* Port pr's AH service (its control-thread poller also runs the device's
+ * housekeeping: ARP/ND, reclamation), and worker w's queue on it with the
+ * QPs placed there and their reply paths, for every worker. 0 or 1
+ * (printed). (Main thread.) */
+template <class Dev> int open_queues(runtime &rt, const fwd_config &c, int socket, port_rt<Dev> &pr)
+{
+	const port_config &pc = *pr.cfg;
+	ah_service_config asc;
+	asc.capacity = pc.max_ah;
+	asc.qsbr = rt.qsbr();
+	asc.socket = socket;
+	if (int rc = pr.svc.start(pr.dev(), rt.ctl(), asc); rc != 0) {
+		fprintf(stderr, "rdgram-fwd: port %s: AH service: %s\n", pc.name.c_str(), strerror(rc));
+		return 1;
+	}
+	pr.svc_up = true;
+	for (unsigned w = 0; w < c.workers; w++) {
+		auto &st = *pr.st[w];
+		queue_params qp;
+		qp.index = uint16_t(w);
+		qp.socket = socket;
+		if constexpr (!apps::is_soft<Dev>)
+			qp.qkey = c.rdma.qkey;
+		if (pr.dev().create_queue(qp, st.q) != 0) {
+			fprintf(stderr, "rdgram-fwd: port %s: queue %u: %s\n", pc.name.c_str(), w, pr.dev().error().c_str());
+			return 1;
+		}
+		pr.queue_up[w] = true;
+		for (size_t k = 0; k < pc.qps.size(); k++) {
+			if (qp_worker(pc, k, c.workers) != w)
+				continue;
+			const unsigned i = st.nqp;
+			if constexpr (apps::is_soft<Dev>) {
+				if (int rc = st.q.add_qp(pc.qps[k].qpn, pc.qps[k].qkey); rc != 0) {
+					fprintf(stderr, "rdgram-fwd: port %s: QP 0x%x: %s\n", pc.name.c_str(), pc.qps[k].qpn,
 						strerror(rc));
 					return 1;
 				}
-				pr.clients[w]++;
-				st.nqp++;
+				st.qpn[i] = pc.qps[k].qpn;
+				st.qkey[i] = pc.qps[k].qkey;
+			} else {
+				st.qpn[i] = queue_qpn(st.q);
+				st.qkey[i] = c.rdma.qkey;
 			}
+			ah_client_config cc;
+			cc.max_dests = c.pending_dests;
+			cc.max_per_dest = c.pending_per_dest;
+			cc.max_total = c.pending_total;
+			cc.timeout_us = uint64_t(c.pending_timeout_ms) * 1000;
+			cc.mp = pr.dev().mempool();
+			cc.socket = socket;
+			if (int rc = pr.svc.add_client(st.cl[i], cc); rc != 0) {
+				fprintf(stderr, "rdgram-fwd: port %s: reply path: %s\n", pc.name.c_str(), strerror(rc));
+				return 1;
+			}
+			pr.clients[w]++;
+			st.nqp++;
 		}
 	}
+	return 0;
+}
 
-	/* Peers: the key the poll threads send to; with a configured MAC
-	 * (soft) the AH is created now and held, so the first packet hits. */
-	peer_state peers[max_peers]{};
+/* The peers: the key the poll threads send to; with a configured MAC
+ * (soft) the AH is created now and held, so the first packet hits. 0 or 1
+ * (printed). (Main thread.) */
+template <class Dev> int make_peers(const fwd_config &c, fwd_app<Dev> &a, peer_state *peers)
+{
 	for (size_t i = 0; i < c.peers.size(); i++) {
 		const peer_config &pe = c.peers[i];
 		unsigned e = 0;
@@ -272,7 +268,7 @@ template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &
 		ibv_ah_attr at{};
 		at.is_global = 1;
 		at.port_num = 1;
-		at.grh.sgid_index = soft_drv ? uint8_t(detail::sgid_for(c.ports[e], pe.ip)) : c.rdma.sgid_index();
+		at.grh.sgid_index = apps::is_soft<Dev> ? uint8_t(detail::sgid_for(c.ports[e], pe.ip)) : c.rdma.sgid_index();
 		at.grh.hop_limit = pe.hop_limit;
 		at.grh.traffic_class = pe.traffic_class;
 		memcpy(at.grh.dgid.raw, pe.ip.raw, 16);
@@ -284,16 +280,21 @@ template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &
 		ps.qkey = pe.qkey.value_or(0);
 		if (pe.mac) {
 			int ae = 0;
-			ah_handle h = ports[e]->svc.create_ah(at, &ae);
+			ah_handle h = a.ports[e]->svc.create_ah(at, &ae);
 			if (ae != 0) {
 				fprintf(stderr, "rdgram-fwd: peer %s (%s): creating its AH failed: %s\n", pe.name.c_str(),
 					format_gid(pe.ip).c_str(), strerror(ae));
 				return 1;
 			}
-			ports[e]->held.push_back(h);
+			a.ports[e]->held.push_back(h);
 		}
 	}
-	rule_state rules[max_rules]{};
+	return 0;
+}
+
+/* The rules, in the poll threads' form. */
+inline void make_rules(const fwd_config &c, rule_state *rules)
+{
 	for (size_t r = 0; r < c.rules.size(); r++) {
 		const rule_config &ru = c.rules[r];
 		rule_state &rs = rules[r];
@@ -307,14 +308,34 @@ template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &
 			if (c.peers[i].name == ru.to)
 				rs.peer = unsigned(i);
 	}
+}
+
+/* Opens every port (open_ports), each worker's queue, QPs and reply paths
+ * on it (open_queues), the peers' AHs and the rules, and fills one loop
+ * context per worker. 0, or 1/2 (printed). (Main thread.) */
+template <class Dev> int set_up(runtime &rt, const fwd_config &c, fwd_app<Dev> &a)
+{
+	if (int rc = open_ports(rt, c, a); rc != 0)
+		return rc;
+	const std::vector<int> nodes =
+		apps::is_soft<Dev> ? replica_nodes(rt.topology(), a.workers) : std::vector<int>{};
+	const int socket = nodes.empty() ? SOCKET_ID_ANY : nodes[0];
+	for (auto &pr : a.ports)
+		if (int rc = open_queues(rt, c, socket, *pr); rc != 0)
+			return rc;
+	peer_state peers[max_peers]{};
+	if (int rc = make_peers(c, a, peers); rc != 0)
+		return rc;
+	rule_state rules[max_rules]{};
+	make_rules(c, rules);
 	a.budget.max = c.max_packets;
 	const double hz = double(rte_get_tsc_hz());
-	for (unsigned w = 0; w < nw; w++) {
-		auto x = std::make_unique<loop_ctx<Q>>();
+	for (unsigned w = 0; w < c.workers; w++) {
+		auto x = std::make_unique<loop_ctx<typename Dev::queue_type>>();
 		x->worker = w;
-		for (size_t p = 0; p < ports.size(); p++)
-			x->ports[p] = ports[p]->st[w].get();
-		x->nports = unsigned(ports.size());
+		for (size_t p = 0; p < a.ports.size(); p++)
+			x->ports[p] = a.ports[p]->st[w].get();
+		x->nports = unsigned(a.ports.size());
 		memcpy(x->peers, peers, sizeof(peers));
 		x->npeers = unsigned(c.peers.size());
 		memcpy(x->rules, rules, sizeof(rules));
@@ -358,17 +379,17 @@ template <class Dev> void close_queues(runtime &rt, fwd_app<Dev> &a, std::vector
 		for (size_t w = 0; w < pr->queue_up.size(); w++)
 			if (pr->queue_up[w]) {
 				pr->st[w]->q.tx_flush();
-				pr->dev.destroy_queue(pr->st[w]->q);
+				pr->dev().destroy_queue(pr->st[w]->q);
 				pr->queue_up[w] = false;
 			}
 		int64_t out = -1;
 		if constexpr (apps::is_soft<Dev>) {
 			rt.ctl().call([&] {
-				pr->dev.drain_control_frames();
-				out = int64_t(rte_mempool_in_use_count(pr->dev.mempool()));
+				pr->dev().drain_control_frames();
+				out = int64_t(rte_mempool_in_use_count(pr->dev().mempool()));
 			});
 		} else {
-			out = int64_t(rte_mempool_in_use_count(pr->dev.mempool()));
+			out = int64_t(rte_mempool_in_use_count(pr->dev().mempool()));
 		}
 		mbufs_out->push_back(out);
 	}

@@ -113,7 +113,7 @@ int main(int argc, char **argv)
 		.range(0.0, 1e9);
 	app.add("--port", port_args,
 		"devargs of the first port, e.g. net_pcap0,rx_pcap=in.pcap,tx_pcap=out.pcap (overrides "
-		"[[port]] device; with no [[port]] in the config: MAC 02:00:00:00:00:01, address "
+		"[[port]] devargs; with no [[port]] in the config: MAC 02:00:00:00:00:01, address "
 		"10.0.0.1, QP 0x100 with Q_Key 0x11111111) [none]");
 	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
@@ -134,8 +134,14 @@ int main(int argc, char **argv)
 				p.qps = {{0x100, 0x11111111}};
 				c.ports.push_back(p);
 			}
-			c.ports[0].device = port_args;
+			c.ports[0].devargs = port_args;
 		}
+		/* A port table that names no QPs (the one every app reads,
+		 * docs/PORTS.md): QP 0x100 + w on worker w, Q_Key 0x11111111. */
+		for (auto &p : c.ports)
+			if (p.qps.empty())
+				for (unsigned w = 0; w < c.workers; w++)
+					p.qps.push_back({0x100 + w, 0x11111111, int(w)});
 		/* The driver first: its name decides what the rest may say. */
 		if (std::string err; apps::parse_driver(c.driver, &kind, &err) != 0)
 			throw config_error(err);
@@ -145,7 +151,7 @@ int main(int argc, char **argv)
 			 * (the device numbers them). */
 			port_config p;
 			p.name = "rdma";
-			p.device = c.rdma.device.empty() ? "(first usable)" : c.rdma.device;
+			p.devargs = c.rdma.device.empty() ? "(first usable)" : c.rdma.device;
 			for (unsigned w = 0; w < c.workers; w++)
 				p.qps.push_back({0, c.rdma.qkey, int(w)});
 			c.ports.push_back(p);

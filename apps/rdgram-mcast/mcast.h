@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rdgram/wire.h"
+#include "soft_config_toml.h"
 
 namespace rdgram {
 struct split_args; /* rdgram/runtime.h */
@@ -54,10 +55,10 @@ struct mcast_config {
 	uint32_t qpn = 0x100;              /* the subscriber's QP (pub: source QP) */
 	uint32_t publisher_id = 1;
 	double idle_timeout = 2;           /* sub: stop this long after the last message */
-	std::string port;                  /* pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 */
-	std::vector<wire::gid> addresses;  /* pub/sub: the port's addresses */
-	uint16_t vlan = 0;                 /* soft: 802.1Q VLAN of every port (0: untagged) */
-	bool ecn = false;                  /* soft: ECT(0) on datagrams (soft_params.h) */
+	/* soft: [port] (soft_config_toml.h, docs/PORTS.md). pub/sub: the
+	 * port, its devargs and addresses required (--port, --address);
+	 * both: its settings (vlan, ecn, ...) for every net_ring port. */
+	soft::port_config port;
 	std::string hist_csv, hist_plot;
 	std::vector<std::string> eal_args;
 	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */

@@ -72,7 +72,7 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 	app.add("--idle-timeout", c.idle_timeout, "sub: stop this many seconds after the last message (none yet: run "
 						  "until --duration or Ctrl-C) [2]")
 		.range(0.01, 3600.0);
-	app.add("--port", c.port, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
+	app.add("--port", c.port.devargs, "pub/sub: ethdev devargs, e.g. net_af_packet0,iface=veth0 [none]");
 	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
 	app.add("--address", addrs, "pub/sub: the port's IPv4/IPv6 address; repeat for both families [none]");
@@ -110,14 +110,14 @@ int parse_command_line(const split_args &sa, mcast_config &c)
 		}
 	}
 	if (!addrs.empty()) {
-		c.addresses.clear();
+		c.port.addresses.clear();
 		for (const auto &a : addrs) {
 			wire::gid x;
 			if (!parse_ip(a, &x) || x.is_multicast() || x.is_zero()) {
 				fprintf(stderr, "rdgram-mcast: --address %s is not a unicast IP address\n", a.c_str());
 				return 2;
 			}
-			c.addresses.push_back(x);
+			c.port.addresses.push_back(x);
 		}
 	}
 	if (!skip.empty()) {

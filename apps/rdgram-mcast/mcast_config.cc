@@ -35,16 +35,10 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 		c.qpn = uint32_t(t->get_int("qpn", c.qpn, 2, 0xfffffe));
 		c.publisher_id = uint32_t(t->get_int("publisher_id", c.publisher_id, 0, 0xffffffff));
 		c.idle_timeout = t->get_double("idle_timeout", c.idle_timeout, 0.01, 3600);
-		if (t->has("vlan"))
-			c.vlan = uint16_t(soft::get_soft_key(*t, "vlan", 1));
-		c.ecn = t->get_bool("ecn", c.ecn);
-		c.port = t->get_string("port", c.port);
-		if (t->has("addresses")) {
-			c.addresses = t->get_ip_array("addresses");
-			for (const auto &a : c.addresses)
-				if (a.is_multicast() || a.is_zero())
-					t->fail("addresses", "unicast IPv4 or IPv6 addresses");
-		}
+		for (const char *k : {"port", "devargs"})
+			t->refuse_renamed(k, "the port's DPDK device is 'devargs', in [port]");
+		for (const char *k : {"addresses", "vlan", "ecn"})
+			t->refuse_renamed(k, std::string("the port's settings are in [port] (") + k + ")");
 		c.hist_csv = t->get_string("hist_csv", c.hist_csv);
 		c.hist_plot = t->get_string("hist_plot", c.hist_plot);
 		c.driver = t->get_string("driver", c.driver); /* checked with the command line's (driver.h) */
@@ -59,6 +53,11 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
 		t->finish();
 	}
+	/* The first port table is the port (a single-port app). */
+	if (auto ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false,
+					      .addresses_required = false, .defaults = c.port, .extra = {}});
+	    !ports.empty())
+		c.port = ports[0];
 	r.finish();
 }
 
@@ -83,7 +82,7 @@ const char *config_refusal(const mcast_config &c, bool qkey_given)
 	if (verbs)
 		return "this rdgram-mcast was built without the verbs driver's multicast (libibverbs-dev, librdmacm-dev)";
 #endif
-	if (verbs && (!c.port.empty() || !c.addresses.empty()))
+	if (verbs && (!c.port.devargs.empty() || !c.port.addresses.empty()))
 		return "--port/--address are for the soft driver; verbs takes --device and --local";
 	if (verbs && qkey_given)
 		return "with the verbs driver the Q_Key is the group's (rdma_cm gives it): --qkey does not apply";
@@ -91,11 +90,11 @@ const char *config_refusal(const mcast_config &c, bool qkey_given)
 		return "--device/--local are for --driver verbs";
 	if (verbs)
 		return nullptr; /* the rest are the soft driver's rules */
-	if (c.mode != "both" && c.port.empty())
-		return "--mode pub/sub need --port (an ethdev's devargs)";
-	if (c.mode != "both" && c.addresses.empty())
-		return "--mode pub/sub need --address";
-	if (c.mode == "both" && (!c.port.empty() || !c.addresses.empty()))
+	if (c.mode != "both" && c.port.devargs.empty())
+		return "--mode pub/sub need --port or [port] devargs (an ethdev's devargs)";
+	if (c.mode != "both" && c.port.addresses.empty())
+		return "--mode pub/sub need --address or [port] addresses";
+	if (c.mode == "both" && (!c.port.devargs.empty() || !c.port.addresses.empty()))
 		return "--port/--address are for --mode pub/sub; --mode both makes its own net_ring ports";
 	if (!has_pub && (!c.skip_seq.empty() || !c.dup_seq.empty()))
 		return "--skip-seq/--dup-seq are publisher faults (--mode pub or both)";
@@ -105,7 +104,7 @@ const char *config_refusal(const mcast_config &c, bool qkey_given)
 		return "--hist-plot wants a file ending in .svg or .png";
 	if (c.mode != "both")
 		for (const auto &g : c.groups)
-			if (sgid_index_for(c.addresses, g) < 0)
+			if (sgid_index_for(c.port.addresses, g) < 0)
 				return "every group needs an --address of its family (IPv4 or IPv6)";
 	return nullptr;
 }

@@ -11,7 +11,7 @@
 #include <rte_ethdev.h>
 
 #include "ah_attr.h"
-#include "port.h"
+#include "soft_port.h"
 #include "rdgram/config.h"
 
 namespace rdgram::mcast {
@@ -65,16 +65,17 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int>
 		return rc;
 	}
 	uint16_t pid = 0;
-	if (std::string err; (rc = apps::probe_port(c.port, &pid, &err)) != 0) {
+	if (std::string err; (rc = soft::probe_port(c.port.devargs, &pid, &err)) != 0) {
 		fprintf(stderr, "rdgram-mcast: %s\n", err.c_str());
 		return rc;
 	}
 	soft_node *n = add(c.mode);
-	rte_ether_addr mac;
-	rte_eth_macaddr_get(pid, &mac);
-	rc = open_node(*n, pid, mac, c.addresses);
+	rte_ether_addr mac = c.port.mac;
+	if (!c.port.set_mac)
+		rte_eth_macaddr_get(pid, &mac);
+	rc = open_node(*n, pid, mac, c.port.addresses);
 	if (rc == 0)
-		rc = c.mode == "pub" ? make_publisher(*n, c.addresses) : make_subscriber(*n);
+		rc = c.mode == "pub" ? make_publisher(*n, c.port.addresses) : make_subscriber(*n);
 	return rc;
 }
 
@@ -82,7 +83,7 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int>
  * queue a QP of its own (--qpn + worker). */
 int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs)
 {
-	soft::soft_config sc;
+	soft::soft_config sc(c_->port); /* [port]'s settings: vlan, ecn, mtu, ... */
 	sc.port_id = port;
 	sc.set_mac = true;
 	sc.mac = mac;
@@ -92,9 +93,9 @@ int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &ma
 	for (int s : sockets_) /* one AV replica per node that hosts a worker */
 		if (std::find(sc.av_nodes.begin(), sc.av_nodes.end(), s) == sc.av_nodes.end())
 			sc.av_nodes.push_back(s);
-	sc.nb_mbufs = 8191 * nw_;
-	sc.vlan = c_->vlan;
-	sc.ecn = c_->ecn;
+	sc.nb_mbufs = c_->port.nb_mbufs * nw_;
+	if (c_->mode != "both")
+		sc.neighbours = c_->port.neighbours;
 	if (int rc = n.dev.open(sc); rc != 0) {
 		fprintf(stderr, "rdgram-mcast: %s port: %s\n", n.name.c_str(), n.dev.error().c_str());
 		return rc;

@@ -9,6 +9,7 @@
 #include <rte_config.h>
 
 #include "app_start.h"
+#include "rdgram/config.h"
 #include "perf_peer.h"
 
 namespace rdgram::perf {
@@ -57,8 +58,9 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 	/* Not a field: the device of the side --mode names. */
 	std::string port_args;
 	app.add("--port", port_args,
-		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the config's "
-		"[server|client].vdev; a port given with the EAL's --vdev is found by name)");
+		"DPDK port devargs for this role, e.g. net_memif0,role=server (overrides the devargs of the "
+		"side's port table: the [[port]] named server or client, else the first; a port given with "
+		"the EAL's --vdev is found by name)");
 	app.add("--capture", c.capture, apps::capture_help)
 		.one_of({"auto", "on", "off"});
 	app.add("--oob", c.rdma.oob,
@@ -103,8 +105,14 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 		return rc;
 	if (app.count("--iters"))
 		c.lat_iters = c.bw_iters = iters;
+	try {
+		select_port(c);
+	} catch (const config_error &e) {
+		fprintf(stderr, "rdgram-perf: %s\n", e.what());
+		return 2;
+	}
 	if (!port_args.empty())
-		(c.mode == "server" ? c.server : c.client).vdev = port_args;
+		c.port.devargs = port_args;
 	if (std::string err; apps::parse_driver(c.driver, &o->driver, &err) != 0) {
 		fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
 		return 2;
@@ -135,11 +143,11 @@ int parse_perf_options(int argc, char **argv, perf_options *o)
 		fprintf(stderr, "rdgram-perf: size %u is above the path MTU %u\n", c.size, c.mtu);
 		return 2;
 	}
-	if (c.driver == "soft" && c.mode != "loopback" &&
-	    (c.mode == "server" ? c.server.vdev : c.client.vdev).empty()) {
-		fprintf(stderr, "rdgram-perf: mode %s needs %s.vdev in the config (a DPDK port, e.g. net_memif)\n",
-			c.mode.c_str(), c.mode.c_str());
-		return 2;
+	if (c.driver == "soft" && c.mode != "loopback") {
+		if (std::string e = soft::need_devargs(c.port); !e.empty()) {
+			fprintf(stderr, "rdgram-perf: mode %s: %s (or --port)\n", c.mode.c_str(), e.c_str());
+			return 2;
+		}
 	}
 
 	if ((!hist_csv.empty() || !hist_plot.empty()) && (c.test == "bw" || c.test == "txonly" || c.mode == "server")) {

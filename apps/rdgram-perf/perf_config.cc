@@ -25,7 +25,7 @@ perf_config::perf_config()
 
 static void load_endpoint(table_reader t, endpoint_config &e)
 {
-	e.vdev = t.get_string("vdev", e.vdev);
+	t.refuse_renamed("vdev", "the port's DPDK device is 'devargs', in [port] or in a [[port]] named after the side");
 	e.mac = t.get_mac("mac", e.mac);
 	if (auto a = t.get_ip("address")) {
 		if (a->is_multicast() || a->is_zero())
@@ -68,10 +68,8 @@ void load_perf_config(const std::string &path, perf_config &c)
 		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
 		t->finish();
 	}
-	if (auto t = r.get_table("port")) {
-		soft::load_soft_port(*t, c);
-		t->finish();
-	}
+	c.ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false, .addresses_required = false,
+				       .defaults = c, .extra = {}});
 	if (auto t = r.get_table("rdma")) {
 		apps::read_rdma_keys(*t, c.rdma);
 		c.rdma.oob = t->get_string("oob", c.rdma.oob);
@@ -91,6 +89,34 @@ void load_perf_config(const std::string &path, perf_config &c)
 	r.finish();
 	if (c.server.address.is_v4_mapped() != c.client.address.is_v4_mapped())
 		throw config_error(path + ":1:1: server.address and client.address must both be IPv4 or both IPv6");
+}
+
+void select_port(perf_config &c)
+{
+	const soft::port_config *p = c.ports.empty() ? nullptr : &c.ports[0];
+	for (const auto &x : c.ports)
+		if (x.name == c.mode)
+			p = &x;
+	if (p == nullptr)
+		return;
+	c.port = *p;
+	static_cast<soft::soft_port_params &>(c) = *p;
+	if (c.mode == "loopback")
+		return;
+	endpoint_config &self = c.mode == "server" ? c.server : c.client;
+	const endpoint_config &other = c.mode == "server" ? c.client : c.server;
+	if (p->set_mac)
+		self.mac = p->mac;
+	if (p->addresses.empty())
+		return;
+	for (const auto &a : p->addresses)
+		if (a.is_v4_mapped() == other.address.is_v4_mapped()) {
+			self.address = a;
+			return;
+		}
+	throw config_error(p->where + ": key 'port.addresses': expected an " +
+			   (other.address.is_v4_mapped() ? "IPv4" : "IPv6") + " address, the family of the " +
+			   (c.mode == "server" ? "client" : "server") + "'s address");
 }
 
 } // namespace rdgram::perf

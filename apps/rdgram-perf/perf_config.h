@@ -15,12 +15,11 @@
 
 #include "rdgram/wire.h"
 #include "rdma_config.h"
-#include "soft_params.h"
+#include "soft_config_toml.h"
 
 namespace rdgram::perf {
 
 struct endpoint_config {
-	std::string vdev;          /* DPDK devargs; "" in loopback: a net_ring pair */
 	rte_ether_addr mac{};
 	wire::gid address{};
 	uint32_t qpn = 0;
@@ -45,10 +44,10 @@ struct rdma_config : apps::rdma_device_config {
 	std::string oob_proto = "rdgram";
 };
 
-/* [port]: mtu, pkey, max_ah (every driver's) and the soft driver's
- * neighbour resolution, as soft_port_params (soft_config_toml.h reads
- * them; the peer's MAC is always a static neighbour, these govern
- * everything else). */
+/* The side's port (select_port): its mtu, pkey, max_ah (every driver's)
+ * and the soft driver's neighbour resolution, as soft_port_params (the
+ * peer's MAC is always a static neighbour, these govern everything
+ * else). */
 struct perf_config : soft::soft_port_params {
 	std::string driver = "soft";   /* soft | verbs | mlx5 | efa (apps/common/driver.h) */
 	/* Poll threads a side, each with its own queue and QP (--workers). */
@@ -75,6 +74,12 @@ struct perf_config : soft::soft_port_params {
 	uint32_t dests = 0; /* 0: the peer's AH only, not cycled */
 	std::string dest_order = "rr";
 	endpoint_config server, client;
+	/* The port tables ([port] or [[port]], soft_config_toml.h), and the
+	 * one this side runs on (select_port): the [[port]] named after the
+	 * side ("server", "client"), else the first; loopback takes its
+	 * settings, not its devargs (it makes a net_ring pair). */
+	std::vector<soft::port_config> ports;
+	soft::port_config port;
 	rdma_config rdma;
 
 	perf_config();
@@ -82,6 +87,12 @@ struct perf_config : soft::soft_port_params {
 
 /* Applies a TOML file; throws config_error with file:line:column. */
 void load_perf_config(const std::string &path, perf_config &cfg);
+/* Once the mode is known (after the command line): c.port is the side's
+ * port table, c's soft_port_params its settings, and the side's own MAC
+ * and address those of the table when it gives them (the address of the
+ * peer's family). Throws config_error when the table's addresses have
+ * none of that family. */
+void select_port(perf_config &c);
 
 } // namespace rdgram::perf
 

@@ -229,7 +229,7 @@ int open_sides(runtime &rt, const perf_config &c, perf_config &cx, side<Dev> &sr
 		if (!peer && !c.rdma.oob.empty() && oob_swap(c, *me.self, is_server ? &cx.client : &cx.server) != 0)
 			return 1;
 		uint16_t port;
-		if (std::string err; apps::probe_port(me.self->vdev, &port, &err) != 0) {
+		if (std::string err; soft::probe_port(c.port.devargs, &port, &err) != 0) {
 			fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
 			return 1;
 		}
@@ -241,7 +241,7 @@ int open_sides(runtime &rt, const perf_config &c, perf_config &cx, side<Dev> &sr
 			return 1;
 		if (peer) {
 			if (!wait_link_up(port, deadline)) {
-				fprintf(stderr, "rdgram-perf: the link of %s never came up\n", me.self->vdev.c_str());
+				fprintf(stderr, "rdgram-perf: the link of %s never came up\n", c.port.devargs.c_str());
 				return 1;
 			}
 			*peer_status = run_peer_side(rt, c, me, deadline);
@@ -353,11 +353,11 @@ template <class Dev> int run_perf(runtime &rt, const perf_options &o, uint64_t d
 		} else if constexpr (is_soft<Dev>) {
 			const side<Dev> &me = *sides[0];
 			if (n == 1)
-				printf(" rdgram-perf: %s on %s, lcore %u (cpu %u)\n", c.mode.c_str(), me.self->vdev.c_str(),
+				printf(" rdgram-perf: %s on %s, lcore %u (cpu %u)\n", c.mode.c_str(), c.port.devargs.c_str(),
 				       me.w[0]->where.lcore, me.w[0]->where.cpu);
 			else
 				printf(" rdgram-perf: %s on %s, %u workers, queue i on the i-th: %s\n", c.mode.c_str(),
-				       me.self->vdev.c_str(), n, lcore_list(me).c_str());
+				       c.port.devargs.c_str(), n, lcore_list(me).c_str());
 		}
 	}
 	fflush(stdout); /* before the status lines (stderr) */

@@ -2,7 +2,7 @@
  * Copyright(c) 2026 The rdgram authors
  *
  * The DPDK port of a soft-driver endpoint (found or probed by
- * apps/common/port.h's probe_port): wait for its link, make the AH to its
+ * soft_port.h's probe_port): wait for its link, make the AH to its
  * peer. (Main thread, before the poll loops.)
  */
 #ifndef RDGRAM_PERF_PORT_H
@@ -18,7 +18,7 @@
 
 #include "ah_attr.h"
 #include "perf_tests.h"
-#include "port.h"
+#include "soft_port.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
@@ -36,38 +36,26 @@ inline bool wait_link_up(uint16_t port, uint64_t deadline)
 	return false;
 }
 
-/* The AH to dgid: resolves its MAC first (a static neighbour answers at
- * once), (prepare_ah on the control
- * thread, the queue polled meanwhile: ARP/ND replies come in on it). */
+/* The AH to dgid (soft::resolve_ah on the control thread), the queue
+ * pumped for 10 ms between tries: ARP/ND replies come in on it. */
 inline int soft_ah(runtime &rt, soft::soft_device &dev, const wire::gid &dgid, const std::function<void()> &pump,
-	    uint64_t deadline, ah_handle *out, std::string *err)
+		   uint64_t deadline, ah_handle *out, std::string *err)
 {
 	const ibv_ah_attr a = apps::gid_ah_attr(dgid.raw);
-	int rc = 0;
-	for (;;) {
-		rt.ctl().call([&] { rc = dev.prepare_ah(a); });
-		if (rc != EINPROGRESS)
-			break;
-		const uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 100;
-		while (rte_rdtsc() < until)
-			pump();
-		if (past(deadline, rte_rdtsc())) {
-			rc = ETIMEDOUT;
-			break;
-		}
-	}
-	if (rc != 0) {
+	const int rc = soft::resolve_ah(
+		dev, a, deadline, [&](const std::function<void()> &f) { rt.ctl().call(f); },
+		[&] {
+			const uint64_t until = rte_rdtsc() + rte_get_tsc_hz() / 100;
+			while (rte_rdtsc() < until)
+				pump();
+		},
+		out);
+	if (rc == ETIMEDOUT || rc == EHOSTUNREACH)
 		*err = "cannot resolve the peer's MAC for " + format_gid(dgid) + " by " +
 		       (dgid.is_v4_mapped() ? "ARP" : "ND") + ": " + strerror(rc);
-		return rc;
-	}
-	int e = 0;
-	rt.ctl().call([&] { *out = dev.create_ah(a, &e); });
-	if (e != 0) {
-		*err = "creating the AH to " + format_gid(dgid) + " failed: " + strerror(e);
-		return e;
-	}
-	return 0;
+	else if (rc != 0)
+		*err = "creating the AH to " + format_gid(dgid) + " failed: " + strerror(rc);
+	return rc;
 }
 
 } // namespace rdgram::perf

@@ -30,6 +30,16 @@ int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, uint16_t por
 	sc.set_mac = true;
 	sc.mac = s.self->mac;
 	sc.addresses = {s.self->address};
+	sc.nb_mbufs = c.port.nb_mbufs;
+	if (c.mode != "loopback") {
+		/* The side's port table: its GID table, self->address first
+		 * (sgid_index 0 of every AH here; select_port took it from the
+		 * table), and its static neighbours. */
+		for (const auto &a : c.port.addresses)
+			if (!(a == s.self->address))
+				sc.addresses.push_back(a);
+		sc.neighbours = c.port.neighbours;
+	}
 	/* The peer's MAC as a static neighbour when it is known (the config,
 	 * or a soft peer's --oob record); a verbs peer does not know its MAC
 	 * (its --oob record says 00:00:00:00:00:00) and the standard tools
@@ -42,10 +52,11 @@ int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, uint16_t por
 	}
 	if (with_dests) {
 		/* One AH per destination plus the peers' own. */
-		sc.neighbours = dest_neighbours(*s.other, *s.self, c.dests);
+		for (const auto &d : dest_neighbours(*s.other, *s.self, c.dests))
+			sc.neighbours.push_back(d);
 		sc.max_ah = std::max<uint32_t>(c.max_ah, c.dests + uint32_t(s.w.size()));
 	} else if (peer_mac_known) {
-		sc.neighbours = {{s.other->address, s.other->mac}};
+		sc.neighbours.push_back({s.other->address, s.other->mac});
 	}
 	if (peer_mode)
 		sc.resolve = true;

@@ -21,9 +21,13 @@
 #include <unistd.h>
 
 #include "rdgram/config.h"
-#include "rv_config.h"
+#include "soft_config_toml.h"
 
 namespace {
+
+/* The environment variable that tells rdgram's libibverbs the config's
+ * path (libibverbs/rv_config.h). */
+constexpr const char *config_env = "RDGRAM_VERBS_CONFIG";
 
 const char *usage = "usage: rdgram-verbs -c FILE [--] PROGRAM [ARGS...]\n"
 		    "Runs PROGRAM, an unmodified libibverbs program, with the verbs devices FILE\n"
@@ -95,7 +99,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	try {
-		rdgram::rv::load_config(cfg);
+		rdgram::soft::load_port_file(cfg, rdgram::soft::verbs_port_rules());
 	} catch (const std::exception &e) {
 		fprintf(stderr, "rdgram-verbs: %s\n", e.what());
 		return 2;
@@ -115,7 +119,7 @@ int main(int argc, char **argv)
 	if (const char *old = getenv("LD_LIBRARY_PATH"); old != nullptr && *old != '\0')
 		ld += std::string(":") + old;
 	setenv("LD_LIBRARY_PATH", ld.c_str(), 1);
-	setenv(rdgram::rv::config_env, abs, 1);
+	setenv(config_env, abs, 1);
 	execvp(argv[i], argv + i);
 	fprintf(stderr, "rdgram-verbs: cannot run %s: %s\n", argv[i], strerror(errno));
 	return errno == ENOENT ? 127 : 126;

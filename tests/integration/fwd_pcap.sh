@@ -48,13 +48,13 @@ cat >"$tmp/two.toml" <<TOML
 mode = "forward"
 [[port]]
 name = "in"
-device = "net_pcap0,rx_pcap=$tmp/in.pcap,tx_pcap=$tmp/two-in.pcap"
+devargs = "net_pcap0,rx_pcap=$tmp/in.pcap,tx_pcap=$tmp/two-in.pcap"
 mac = "02:00:00:00:00:01"
 addresses = ["10.0.0.1", "fd00::1"]
 qps = [{ qpn = 0x100, qkey = 0x11111111 }, { qpn = 0x101, qkey = 0x22222222 }, { qpn = 0x102, qkey = 0x55555555 }]
 [[port]]
 name = "out"
-device = "net_pcap1,rx_pcap=$tmp/empty.pcap,tx_pcap=$tmp/two-out.pcap"
+devargs = "net_pcap1,rx_pcap=$tmp/empty.pcap,tx_pcap=$tmp/two-out.pcap"
 mac = "02:00:00:00:01:01"
 addresses = ["192.168.7.1"]
 qps = [{ qpn = 0x200, qkey = 0x7777 }]
@@ -118,7 +118,7 @@ bad_case() { # name, expected text, config text (or "" to use args only), args..
   fi
 }
 port='[[port]]
-device = "net_null0"
+devargs = "net_null0"
 addresses = ["10.0.0.1"]
 qps = [{ qpn = 0x100 }]'
 bad_case "unknown option" "--bogus" "" --bogus
@@ -132,7 +132,7 @@ bad_case "rule to unknown peer" "key 'rule\[0\].to'" "$port
 match_qpn = 0x100
 to = \"nobody\""
 bad_case "qpn out of range" "key 'port\[0\].qps\[0\].qpn'" '[[port]]
-device = "net_null0"
+devargs = "net_null0"
 addresses = ["10.0.0.1"]
 qps = [{ qpn = 0x1000000 }]'
 bad_case "forward without rules" "forward needs" "$port" --mode forward

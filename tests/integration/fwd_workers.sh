@@ -140,7 +140,7 @@ bad_case() {
 	fi
 }
 three='[[port]]
-device = "net_null0"
+devargs = "net_null0"
 addresses = ["10.0.0.1"]
 qps = [{ qpn = 0x100 }, { qpn = 0x101 }, { qpn = 0x102 }]'
 bad_case "--workers 3 on -l 0,1" 2 "--workers 3: only 2 lcore(s) given to the EAL" "$three" --workers 3
@@ -149,17 +149,17 @@ workers = 3
 $three"
 bad_case "QP on a queue no worker serves" 2 "QP 0x101 is placed on worker 2 (queue 2), which no poll thread serves" \
 	'[[port]]
-device = "net_null0"
+devargs = "net_null0"
 addresses = ["10.0.0.1"]
 qps = [{ qpn = 0x100 }, { qpn = 0x101, worker = 2 }]' --workers 2
 bad_case "a worker without a QP" 2 "worker 1 owns no QP" '[[port]]
-device = "net_null0"
+devargs = "net_null0"
 addresses = ["10.0.0.1"]
 qps = [{ qpn = 0x100 }]' --workers 2
-bad_case "a port with fewer queues than workers" 2 "port p0: --workers 2 needs 2 queue pairs, the port offers 1 RX" \
+bad_case "a port with fewer queues than workers" 2 "port p0: 2 queue pairs (one per poll thread), the port offers 1 RX" \
 	"[[port]]
 name = \"p0\"
-device = \"net_pcap0,rx_pcap=$tmp/q0.pcap,tx_pcap=$tmp/o0.pcap\"
+devargs = \"net_pcap0,rx_pcap=$tmp/q0.pcap,tx_pcap=$tmp/o0.pcap\"
 addresses = [\"10.0.0.1\"]
 qps = [{ qpn = 0x100 }, { qpn = 0x101 }]" --workers 2
 bad_case "unknown driver" 2 'unknown driver "ibverbs"' "$three" --driver ibverbs

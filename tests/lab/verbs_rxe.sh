@@ -57,7 +57,7 @@ RV_CFG=$LAB_RUN/rdgram-verbs.toml
 cat >"$RV_CFG" <<EOF
 [[port]]
 name = "rdg0"
-device = "$(lab_host_port)"
+devargs = "$(lab_host_port)"
 mac = "$PEER_MAC"
 addresses = ["$LAB_SOFT_IP", "$LAB_SOFT_IP6"]
 mtu = 2048

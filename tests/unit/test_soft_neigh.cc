@@ -22,9 +22,9 @@
 #include <rte_launch.h>
 
 #include "eal_env.h"
-#include "perf_config.h"
 #include "rdgram/config.h"
 #include "rdgram/tsan.h"
+#include "soft_config_toml.h"
 #include "soft_neigh.h"
 #include "tsan_skip.h"
 
@@ -1107,53 +1107,46 @@ TEST(NeighScale, HundredThousandDynamicExpire)
 	}
 }
 
-/* ---- configuration (rdgram-perf TOML) ---- */
+/* ---- configuration (the port table every app reads, soft_config_toml.h) ---- */
 
-std::string write_tmp(const std::string &text)
+/* The first port table of text, or the config_error it throws. */
+soft::port_config load_port_text(const std::string &text, const std::string &name = "neigh.toml")
 {
-	char path[] = "/tmp/rdgram_neigh_XXXXXX";
-	int fd = mkstemp(path);
-	EXPECT_GE(fd, 0);
-	FILE *f = fdopen(fd, "w");
-	fputs(text.c_str(), f);
-	fclose(f);
-	return path;
+	toml::table root = parse_config_text(text, name);
+	table_reader r(root, "", name);
+	auto ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false, .addresses_required = false,
+					      .defaults = {}, .extra = {}});
+	r.finish();
+	return ports.empty() ? soft::port_config{} : ports[0];
 }
 
 TEST(NeighConfig, TomlKeys)
 {
-	std::string path = write_tmp("[port]\nresolve = false\nneigh_ttl_ms = 500\nneigh_retry_ms = 7\n"
-				     "neigh_retries = 5\nneigh_fail_hold_ms = 0\n");
-	perf::perf_config c;
-	perf::load_perf_config(path, c);
-	remove(path.c_str());
+	soft::port_config c = load_port_text("[port]\nresolve = false\nneigh_ttl_ms = 500\nneigh_retry_ms = 7\n"
+					     "neigh_retries = 5\nneigh_fail_hold_ms = 0\n");
 	EXPECT_FALSE(c.resolve);
 	EXPECT_EQ(c.neigh_ttl_ms, 500u);
 	EXPECT_EQ(c.neigh_retry_ms, 7u);
 	EXPECT_EQ(c.neigh_retries, 5u);
 	EXPECT_EQ(c.neigh_fail_hold_ms, 0u);
 
-	perf::perf_config d;
+	soft::port_config d;
 	EXPECT_TRUE(d.resolve);
 	EXPECT_EQ(d.neigh_ttl_ms, 30000u);
 
-	path = write_tmp("[port]\nneigh_retries = 0\n");
 	try {
-		perf::load_perf_config(path, c);
+		load_port_text("[port]\nneigh_retries = 0\n");
 		ADD_FAILURE() << "neigh_retries = 0 accepted";
 	} catch (const config_error &e) {
 		EXPECT_EQ(std::string(e.what()),
-			  path + ":2:17: key 'port.neigh_retries': expected an integer from 1 to 100, got 0");
+			  "neigh.toml:2:17: key 'port.neigh_retries': expected an integer from 1 to 100, got 0");
 	}
-	remove(path.c_str());
-	path = write_tmp("[port]\n\nresolve = 1\n");
 	try {
-		perf::load_perf_config(path, c);
+		load_port_text("[port]\n\nresolve = 1\n");
 		ADD_FAILURE() << "resolve = 1 accepted";
 	} catch (const config_error &e) {
-		EXPECT_EQ(std::string(e.what()).rfind(path + ":3:11: key 'port.resolve'", 0), 0u) << e.what();
+		EXPECT_EQ(std::string(e.what()).rfind("neigh.toml:3:11: key 'port.resolve'", 0), 0u) << e.what();
 	}
-	remove(path.c_str());
 }
 
 TEST(NeighConfig, DeviceRefusesZeroRetries)

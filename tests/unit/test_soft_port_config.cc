@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * The soft port's TOML keys (mtu, pkey, max_ah, resolve, neigh_*) as every
- * app reads them through drivers/soft/soft_config_toml.h: the same ranges
- * and the same "file:line:column: key '...': expected ..." error text in
- * rdgram-perf's [port], rdgram-fwd's [[port]], rdgram-coll's [job] mtu and
- * rdgram-ah's [ah] max_ah and neigh_ttl_ms, values applied, and the keys
- * an app has no use for refused.
+ * The port table ([port] or [[port]], drivers/soft/soft_config_toml.h) as
+ * every app reads it: the same ranges and the same "file:line:column: key
+ * '...': expected ..." error text in rdgram-perf, rdgram-fwd, rdgram-coll,
+ * rdgram-mcast and rdgram-verbs' file (load_port_file), values applied,
+ * renamed keys named with their new name, and rdgram-ah's [ah] keys.
  */
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include "ah_app.h"
 #include "coll_config.h"
 #include "fwd_config.h"
+#include "mcast.h"
 #include "perf_config.h"
 #include "rdgram/config.h"
 #include "soft_config_toml.h"
@@ -133,6 +135,7 @@ TEST(SoftPortConfig, ValuesApplied)
 				 "vlan = 4094\necn = true\n";
 	perf::perf_config pc;
 	EXPECT_EQ(error_of("[port]\n" + body, [&](const std::string &p) { perf::load_perf_config(p, pc); }), "");
+	perf::select_port(pc); /* the side's port table: its settings are pc's */
 	fwd::fwd_config fc;
 	EXPECT_EQ(error_of("[[port]]\n" + body, [&](const std::string &p) { fwd::load_fwd_config(p, fc); }), "");
 	ASSERT_EQ(fc.ports.size(), 1u);
@@ -166,19 +169,18 @@ TEST(SoftPortConfig, ValuesApplied)
 	}
 }
 
-/* rdgram-coll's [job] mtu and rdgram-ah's [ah] max_ah and neigh_ttl_ms:
- * the soft port's ranges and text under those apps' tables. */
+/* rdgram-coll's [port] and rdgram-ah's [ah] max_ah and neigh_ttl_ms: the
+ * soft port's ranges and text under those apps' tables. */
 TEST(SoftPortConfig, OtherAppsTables)
 {
-	auto coll = [](const std::string &body) {
-		return error_of("[job]\n" + body, [](const std::string &p) {
+	auto coll = [](const std::string &text) {
+		return error_of(text, [](const std::string &p) {
 			coll::coll_config c;
 			coll::load_coll_config(p, c);
 		});
 	};
-	EXPECT_EQ(coll("mtu = 128\n"), "F:2:7: key 'job.mtu': expected an integer from 256 to 4096, got 128");
-	EXPECT_EQ(coll("mtu = 1500\n"), "F:2:7: key 'job.mtu': expected one of 256, 512, 1024, 2048, 4096, got 1500");
-	EXPECT_EQ(coll("mtu = 1024\n"), "");
+	EXPECT_EQ(coll("[port]\nmtu = 128\n"), "F:2:7: key 'port.mtu': expected an integer from 256 to 4096, got 128");
+	EXPECT_EQ(coll("[port]\nmtu = 1024\n"), "");
 	auto ah = [](const std::string &body) {
 		return error_of("[ah]\n" + body, [](const std::string &p) {
 			ahtool::ah_app_config c;
@@ -189,15 +191,211 @@ TEST(SoftPortConfig, OtherAppsTables)
 	EXPECT_EQ(ah("neigh_ttl_ms = 0\n"),
 		  "F:2:16: key 'ah.neigh_ttl_ms': expected an integer from 1 to 86400000, got 0");
 	EXPECT_EQ(ah("max_ah = 1024\nneigh_ttl_ms = 10\n"), "");
-	/* 802.1Q and ECN: the soft port's keys under those tables too. */
-	EXPECT_EQ(coll("vlan = 4095\n"), "F:2:8: key 'job.vlan': expected an integer from 1 to 4094, got 4095");
 	EXPECT_EQ(ah("vlan = 0\n"), "F:2:8: key 'ah.vlan': expected an integer from 1 to 4094, got 0");
 	EXPECT_EQ(ah("ecn = 2\n"), "F:2:7: key 'ah.ecn': expected true or false, got 2");
 	coll::coll_config cc;
-	EXPECT_EQ(error_of("[job]\nvlan = 78\necn = true\n", [&](const std::string &p) { coll::load_coll_config(p, cc); }),
+	EXPECT_EQ(error_of("[port]\nvlan = 78\necn = true\n", [&](const std::string &p) { coll::load_coll_config(p, cc); }),
 		  "");
-	EXPECT_EQ(cc.vlan, 78);
-	EXPECT_TRUE(cc.ecn);
+	EXPECT_EQ(cc.port.vlan, 78);
+	EXPECT_TRUE(cc.port.ecn);
+	EXPECT_EQ(cc.port.mtu, 2048u) << "rdgram-coll's own default MTU when [port] gives none";
+}
+
+/* One port table, written once, loaded by every app's loader. */
+const char *one_port = "[[port]]\n"
+		       "name = \"edge\"\n"
+		       "devargs = \"net_memif0,role=server,socket=/tmp/x.sock\"\n"
+		       "mac = \"02:00:00:00:00:0a\"\n"
+		       "addresses = [\"10.0.0.1\", \"fd00::1\"]\n"
+		       "neighbours = [{ ip = \"10.0.0.2\", mac = \"02:00:00:00:00:0b\" }]\n"
+		       "vlan = 78\n"
+		       "ecn = true\n"
+		       "mtu = 1024\n"
+		       "mbufs = 4095\n";
+
+void expect_one_port(const soft::port_config &p)
+{
+	EXPECT_EQ(p.name, "edge");
+	EXPECT_EQ(p.devargs, "net_memif0,role=server,socket=/tmp/x.sock");
+	EXPECT_TRUE(p.set_mac);
+	EXPECT_EQ(p.mac.addr_bytes[5], 0x0a);
+	ASSERT_EQ(p.addresses.size(), 2u);
+	EXPECT_TRUE(p.addresses[0].is_v4_mapped());
+	EXPECT_FALSE(p.addresses[1].is_v4_mapped());
+	ASSERT_EQ(p.neighbours.size(), 1u);
+	EXPECT_EQ(p.neighbours[0].mac.addr_bytes[5], 0x0b);
+	EXPECT_EQ(p.vlan, 78);
+	EXPECT_TRUE(p.ecn);
+	EXPECT_EQ(p.mtu, 1024u);
+	EXPECT_EQ(p.nb_mbufs, 4095u);
+}
+
+/* Each app's loader on text: the error ("" when it loads) and the first
+ * port table it took. */
+struct app_loader {
+	const char *app;
+	std::function<std::string(const std::string &text, soft::port_config *)> load;
+};
+
+std::vector<app_loader> loaders()
+{
+	return {
+		{"rdgram-perf",
+		 [](const std::string &t, soft::port_config *out) {
+			 perf::perf_config c;
+			 std::string e = error_of(t, [&](const std::string &p) { perf::load_perf_config(p, c); });
+			 c.mode = "server";
+			 if (e.empty() && !c.ports.empty())
+				 perf::select_port(c);
+			 *out = c.port;
+			 return e;
+		 }},
+		{"rdgram-fwd",
+		 [](const std::string &t, soft::port_config *out) {
+			 fwd::fwd_config c;
+			 std::string e = error_of(t, [&](const std::string &p) { fwd::load_fwd_config(p, c); });
+			 if (!c.ports.empty())
+				 *out = c.ports[0];
+			 return e;
+		 }},
+		{"rdgram-coll",
+		 [](const std::string &t, soft::port_config *out) {
+			 coll::coll_config c;
+			 std::string e = error_of(t, [&](const std::string &p) { coll::load_coll_config(p, c); });
+			 *out = c.port;
+			 return e;
+		 }},
+		{"rdgram-mcast",
+		 [](const std::string &t, soft::port_config *out) {
+			 mcast::mcast_config c;
+			 std::string e = error_of(t, [&](const std::string &p) { mcast::load_mcast_config(p, c); });
+			 *out = c.port;
+			 return e;
+		 }},
+		{"rdgram-verbs",
+		 [](const std::string &t, soft::port_config *out) {
+			 soft::port_file f;
+			 std::string e = error_of(t, [&](const std::string &p) {
+				 f = soft::load_port_file(p, soft::verbs_port_rules());
+			 });
+			 if (!f.ports.empty())
+				 *out = f.ports[0];
+			 return e;
+		 }},
+	};
+}
+
+TEST(PortTable, OneTableEveryApp)
+{
+	for (const app_loader &l : loaders()) {
+		soft::port_config p;
+		std::string text = one_port;
+		if (std::string(l.app) == "rdgram-fwd")
+			text += "qps = [{ qpn = 0x100 }]\n";
+		EXPECT_EQ(l.load(text, &p), "") << l.app;
+		expect_one_port(p);
+	}
+}
+
+/* The same bad table gives the same line in every app. */
+TEST(PortTable, SameErrorEveryApp)
+{
+	const std::string base = "[[port]]\nname = \"a\"\ndevargs = \"net_ring0\"\naddresses = [\"10.0.0.1\"]\n";
+	struct bad {
+		std::string text, want;
+	} cases[] = {
+		{"[[port]]\nvdev = \"net_ring0\"\n",
+		 "F:2:1: unknown key 'port[0].vdev': the port's DPDK device is 'devargs'"},
+		{"[[port]]\ndevice = \"net_ring0\"\n",
+		 "F:2:1: unknown key 'port[0].device': the port's DPDK device is 'devargs' ('device' names an RDMA "
+		 "device, in [rdma])"},
+		{"[port]\nport = \"net_ring0\"\n",
+		 "F:2:1: unknown key 'port.port': the port's DPDK device is 'devargs' ('port' is an RDMA port number, "
+		 "in [rdma])"},
+		{base + "[[port]]\nname = \"a\"\ndevargs = \"net_ring1\"\naddresses = [\"10.0.0.2\"]\n",
+		 "F:6:8: key 'port[1].name': expected a port name not used twice, got \"a\""},
+		{base + "neighbours = [{ ip = \"fd00::2\", mac = \"02:00:00:00:00:02\" }]\n",
+		 "F:5:22: key 'port[0].neighbours[0].ip': expected an address of a family the port has (its "
+		 "addresses are IPv4 only), got \"fd00::2\""},
+		{base + "addresses2 = 1\n", "F:5:1: unknown key 'port[0].addresses2'"},
+		{"[[port]]\nname = \"a b\"\n",
+		 "F:2:8: key 'port[0].name': expected a port name of letters, digits, '_', '-' and '.', got \"a b\""},
+		{"[port]\ndevargs = \"\"\n", "F:2:11: key 'port.devargs': expected the port's DPDK device, not empty, got \"\""},
+	};
+	for (const bad &b : cases)
+		for (const app_loader &l : loaders()) {
+			soft::port_config p;
+			EXPECT_EQ(l.load(b.text, &p), b.want) << l.app << ": " << b.text;
+		}
+}
+
+/* rdgram-verbs' devices need devargs and addresses: the line names the key
+ * and the table. */
+TEST(PortTable, VerbsNeedsDevargsAndAddresses)
+{
+	soft::port_config p;
+	const app_loader v = loaders().back();
+	EXPECT_EQ(v.load("[[port]]\naddresses = [\"10.0.0.1\"]\n", &p),
+		  "F:1:1: key 'port[0].devargs': expected the port's DPDK device (net_memif0,role=server,..., "
+		  "net_af_packet0,iface=..., or a port given to the EAL with --vdev or -a)");
+	EXPECT_EQ(v.load("[[port]]\ndevargs = \"net_ring0\"\n", &p),
+		  "F:1:1: key 'port[0].addresses': expected the port's IPv4 and IPv6 addresses (its GID table)");
+	EXPECT_EQ(v.load("[eal]\nargs = []\n", &p),
+		  "F:1:1: no [[port]]: give one table per device, with its devargs and addresses");
+	/* An app that makes its ports in another mode: the line once the mode
+	 * asks for devargs. */
+	EXPECT_EQ(soft::need_devargs(soft::port_config{}), "no [port] table with devargs, the port's DPDK device");
+}
+
+/* Keys other tables used for the port: one line naming the new one. */
+TEST(PortTable, OldKeysNameTheNewOnes)
+{
+	EXPECT_EQ(error_of("[server]\nvdev = \"net_ring0\"\n",
+			   [](const std::string &p) {
+				   perf::perf_config c;
+				   perf::load_perf_config(p, c);
+			   }),
+		  "F:2:1: unknown key 'server.vdev': the port's DPDK device is 'devargs', in [port] or in a [[port]] "
+		  "named after the side");
+	EXPECT_EQ(error_of("[job]\nport = \"net_ring0\"\n",
+			   [](const std::string &p) {
+				   coll::coll_config c;
+				   coll::load_coll_config(p, c);
+			   }),
+		  "F:2:1: unknown key 'job.port': the port's DPDK device is 'devargs', in [port]");
+	EXPECT_EQ(error_of("[job]\nmtu = 1024\n",
+			   [](const std::string &p) {
+				   coll::coll_config c;
+				   coll::load_coll_config(p, c);
+			   }),
+		  "F:2:1: unknown key 'job.mtu': the port's settings are in [port] (mtu)");
+	EXPECT_EQ(error_of("[mcast]\naddresses = [\"10.0.0.1\"]\n",
+			   [](const std::string &p) {
+				   mcast::mcast_config c;
+				   mcast::load_mcast_config(p, c);
+			   }),
+		  "F:2:1: unknown key 'mcast.addresses': the port's settings are in [port] (addresses)");
+}
+
+/* rdgram-perf: each side runs on the [[port]] named after it, else the
+ * first; its MAC and address of the peer's family are the side's. */
+TEST(PortTable, PerfSidePorts)
+{
+	perf::perf_config c;
+	ASSERT_EQ(error_of("[[port]]\nname = \"server\"\ndevargs = \"net_memif0,role=server\"\n"
+			   "[[port]]\nname = \"client\"\ndevargs = \"net_memif0,role=client\"\n"
+			   "mac = \"02:00:00:00:00:0c\"\naddresses = [\"fd00::9\", \"10.0.0.9\"]\n",
+			   [&](const std::string &p) { perf::load_perf_config(p, c); }),
+		  "");
+	c.mode = "client";
+	perf::select_port(c);
+	EXPECT_EQ(c.port.devargs, "net_memif0,role=client");
+	EXPECT_EQ(c.client.mac.addr_bytes[5], 0x0c);
+	EXPECT_EQ(format_gid(c.client.address), "10.0.0.9") << "the address of the server's family";
+	perf::perf_config s = c;
+	s.mode = "server";
+	perf::select_port(s);
+	EXPECT_EQ(s.port.devargs, "net_memif0,role=server");
 }
 
 } // namespace

@@ -30,19 +30,19 @@ bad() { # NAME EXPECTED-REGEX, config on stdin
 bad mtu '\.toml:5:7: key .port\[0\]\.mtu.: expected one of 256, 512, 1024, 2048, 4096, got 1000' <<EOT
 [[port]]
 name = "rdg0"
-device = "net_ring0"
+devargs = "net_ring0"
 addresses = ["10.0.0.1"]
 mtu = 1000
 EOT
 bad unknown_key '\.toml:4:1: unknown key .port\[0\]\.qps.' <<EOT
 [[port]]
-device = "net_ring0"
+devargs = "net_ring0"
 addresses = ["10.0.0.1"]
 qps = [{ qpn = 2 }]
 EOT
 bad no_addresses "key 'port\[0\]\.addresses'" <<EOT
 [[port]]
-device = "net_ring0"
+devargs = "net_ring0"
 EOT
 bad syntax '\.toml:1:' <<EOT
 [[port]
@@ -57,7 +57,7 @@ EOT
 cat >"$tmp/client.toml" <<EOT
 [[port]]
 name = "rdg1"
-device = "net_memif1,role=client,socket=rdgv-$$-nobody"
+devargs = "net_memif1,role=client,socket=rdgv-$$-nobody"
 addresses = ["10.0.0.2"]
 EOT
 timeout 30 "$RV" -c "$tmp/client.toml" sh -c 'ibv_devices; echo "devices exit $?"; echo "pid $$"' >"$out" 2>&1
@@ -74,7 +74,7 @@ fi
 cat >"$tmp/ring.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_ring0"
+devargs = "net_ring0"
 addresses = ["10.0.0.1"]
 EOT
 for p in "ibv_rc_pingpong:ibv_create_qp\(IBV_QPT_RC\):Couldn't create QP" \

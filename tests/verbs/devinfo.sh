@@ -10,13 +10,13 @@ command -v ibv_devinfo >/dev/null || { echo "SKIP: ibv_devinfo missing (ibverbs-
 cat >"$tmp/two.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_ring0"
+devargs = "net_ring0"
 mac = "02:00:00:00:00:01"
 addresses = ["10.0.0.1", "fd00::1"]
 mtu = 1024
 [[port]]
 name = "rdgx"
-device = "net_null0,no-rx=1"
+devargs = "net_null0,no-rx=1"
 mac = "02:00:00:00:00:0a"
 addresses = ["192.168.7.1"]
 mtu = 4096

@@ -35,7 +35,7 @@ memif_pair() {
   cat >"$tmp/$name-a.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_memif0,role=server,socket=$sock"
+devargs = "net_memif0,role=server,socket=$sock"
 mac = "02:00:00:00:00:01"
 addresses = ["10.0.0.1", "fd00::1"]
 mtu = $mtu
@@ -43,7 +43,7 @@ EOT
   cat >"$tmp/$name-b.toml" <<EOT
 [[port]]
 name = "rdg1"
-device = "net_memif1,role=client,socket=$sock"
+devargs = "net_memif1,role=client,socket=$sock"
 mac = "02:00:00:00:00:02"
 addresses = ["10.0.0.2", "fd00::2"]
 mtu = $mtu

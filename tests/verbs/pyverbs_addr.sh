@@ -13,7 +13,7 @@ suite=$2/../shared/third_party/rdma-core-tests-v44.0
 cat >"$tmp/one.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_ring0"
+devargs = "net_ring0"
 mac = "02:00:00:00:00:01"
 addresses = ["10.0.0.1", "fd00::1"]
 EOT

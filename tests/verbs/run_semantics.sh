@@ -9,7 +9,7 @@ verbs_setup "$1"
 cat >"$tmp/null.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_null0,no-rx=1"
+devargs = "net_null0,no-rx=1"
 mac = "02:00:00:00:00:01"
 addresses = ["10.0.0.1", "fd00::1"]
 EOT

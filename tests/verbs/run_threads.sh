@@ -8,12 +8,12 @@ verbs_setup "$1"
 cat >"$tmp/two.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_memif0,role=server,socket=rdgv-$$-thr"
+devargs = "net_memif0,role=server,socket=rdgv-$$-thr"
 mac = "02:00:00:00:00:01"
 addresses = ["10.0.0.1"]
 [[port]]
 name = "rdg1"
-device = "net_memif1,role=client,socket=rdgv-$$-thr"
+devargs = "net_memif1,role=client,socket=rdgv-$$-thr"
 mac = "02:00:00:00:00:02"
 addresses = ["10.0.0.2"]
 EOT

@@ -29,7 +29,7 @@ for side in a b; do
   cat >"$tmp/$side.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_af_packet0,iface=v$side"
+devargs = "net_af_packet0,iface=v$side"
 mac = "02:00:00:00:00:0$n"
 addresses = ["10.0.0.$n", "fd00::$n"]
 mtu = 1024

@@ -35,7 +35,7 @@ template <class Dev> int run_peer_side(runtime &rt, const perf_config &c, side<D
 	if constexpr (is_soft<Dev>) {
 		ps.gid = s.self->address;
 		ps.with_gid = true;
-		ps.device = "soft, " + s.self->vdev;
+		ps.device = "soft, " + c.port.devargs;
 	} else {
 		ps.lid = pa.lid;
 		ps.with_gid = pa.link == link_layer::ethernet || pa.grh_required || c.rdma.gid_index >= 0;

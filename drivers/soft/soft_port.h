@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 The rdgram authors
+ *
+ * One DPDK port with the soft driver on it, opened the one way every app
+ * and rdgram's libibverbs open it (docs/PORTS.md): a port table
+ * (soft_config_toml.h) in, an owner out. soft::port owns, and tears down in
+ * reverse order:
+ *   - the probe: devargs probed here (rte_dev_probe) are removed again
+ *     (rte_dev_remove); a port the EAL was given (--vdev, -a) is only
+ *     stopped and closed;
+ *   - the soft device on it (soft_device::open/close);
+ *   - its queues, one per queue pair (soft_device::create_queue/
+ *     destroy_queue);
+ *   - the device's control-thread poller (neighbour resolution, AH slot
+ *     reclamation), when a control thread is given.
+ * It also steps around DPDK 22.11's net_memif races at open and close
+ * (soft_port.cc): a port of any app is safe to start and stop while the
+ * other end does the same.
+ *
+ * Threads: main or control thread, after rte_eal_init and before the
+ * poll threads use a queue (open); after they stopped (close).
+ * (NOT thread safe)
+ */
+#ifndef RDGRAM_SOFT_PORT_H
+#define RDGRAM_SOFT_PORT_H
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "soft_config_toml.h"
+#include "soft_device.h"
+
+namespace rdgram {
+class control_thread;
+}
+
+namespace rdgram::soft {
+
+struct intr_hold;
+
+/* The ethdev port named by the first comma-separated field of devargs
+ * ("net_memif0,role=server" names net_memif0). When the EAL has it already
+ * (--vdev, -a), *port is that port and *probed false; otherwise devargs is
+ * probed with rte_dev_probe and *probed is true. 0, or an errno value with
+ * *err saying what failed (no prefix): what rte_dev_probe failed with
+ * (EINVAL for devargs no driver takes, EEXIST for a name another device
+ * already has, ...); ENODEV when the probe made no ethdev port of that
+ * name. probed may be nullptr. (Main thread.) */
+int probe_port(const std::string &devargs, uint16_t *port, std::string *err, bool *probed = nullptr);
+
+/* What the caller adds to the port table at open. */
+struct port_setup {
+	/* Queue pairs when the table has no 'queues' (one per poll thread). */
+	uint16_t queues = 1;
+	/* NUMA node of each queue's poll thread (its AV replica and its
+	 * queue's memory); empty, or shorter than the queues: the port's. */
+	std::vector<int> queue_sockets;
+	/* The poll threads' QSBR (runtime::qsbr()); may be nullptr. */
+	rte_rcu_qsbr *qsbr = nullptr;
+	/* NUMA nodes that get an AV replica (replica_nodes()); empty: the
+	 * port's. */
+	std::vector<int> av_nodes;
+	/* Static neighbours beyond the table's (a peer's configured MAC). */
+	std::vector<neighbour> neighbours;
+	/* The control thread that polls the device; nullptr: the caller
+	 * polls it (an ah_service does, rdgram's libibverbs' service
+	 * thread does). */
+	control_thread *ctl = nullptr;
+	/* The last word on the device's configuration, after the table and
+	 * the fields above are in (rdgram-coll's descriptor counts, the
+	 * libibverbs GID table, report_ahn, ...); may be empty. */
+	std::function<void(soft_config &)> adjust;
+	/* Create the queues (false: the caller creates queue i itself on
+	 * queue pair i, with soft_device::create_queue). */
+	bool make_queues = true;
+};
+
+/* The blocking way to an AH on a soft device, for a thread that may wait
+ * (never a poll thread): asks prepare_ah until the neighbour of attr is
+ * known (a static one at once; else ARP/ND, whose replies come in on queue
+ * 0, which step must keep polling, or have polled), then creates the AH.
+ * on_ctl(f) runs f where the device's control-thread methods may be
+ * called: on the control thread (control_thread::call), or under the
+ * lock that stands for it. deadline is a TSC value. 0 with *out the AH, or
+ * an errno value: prepare_ah's (ETIMEDOUT: no answer after the port's
+ * retries; EHOSTUNREACH: unknown and resolution off), ETIMEDOUT at the
+ * deadline, create_ah's. The asynchronous form, for many callers at once,
+ * is ah_service's. */
+int resolve_ah(soft_device &dev, const ibv_ah_attr &attr, uint64_t deadline,
+	       const std::function<void(const std::function<void()> &)> &on_ctl, const std::function<void()> &step,
+	       ah_handle *out);
+
+class port {
+public:
+	port() = default;
+	port(const port &) = delete;
+	port &operator=(const port &) = delete;
+	~port() { close(); }
+
+	/* Takes pc's port (probe_port) and checks that it offers `queues`
+	 * queue pairs (pc.queues when given). 0, or an errno value with *err
+	 * one line: "port NAME: cannot probe '...': ..." or "port NAME: 2
+	 * queue pairs asked, the port offers 1 RX and 1 TX (PMD ...)". Done
+	 * apart from start() so that a caller can place its poll threads by
+	 * socket() first. */
+	int probe(const port_config &pc, uint16_t queues, std::string *err);
+	/* Opens the device on the probed port with pc's settings and s's,
+	 * its queues and its poller. 0, or an errno value with *err one line
+	 * "port NAME: <DPDK's or the driver's reason>"; what was done is
+	 * undone (close()). */
+	int start(const port_setup &s, std::string *err);
+	/* probe(pc, s.queues) and start(s). */
+	int open(const port_config &pc, const port_setup &s, std::string *err);
+	/* The poller, the queues (frames still held are sent first), the
+	 * device, the ethdev and the probe: everything open did, in
+	 * reverse. Idempotent. No poll thread may use a queue any more. */
+	void close();
+
+	bool is_open() const { return started_; }
+	soft_device &device() { return dev_; }
+	const soft_device &device() const { return dev_; }
+	uint16_t nb_queues() const { return nq_; }
+	soft_queue &queue(unsigned i) { return q_[i]; }
+	uint16_t port_id() const { return port_id_; }
+	/* The port's NUMA node (SOCKET_ID_ANY when it has none). */
+	int socket() const;
+	const port_config &config() const { return cfg_; }
+	/* devargs were probed here (and are removed by close). */
+	bool probed() const { return probed_; }
+
+private:
+	port_config cfg_;
+	soft_device dev_;
+	std::unique_ptr<soft_queue[]> q_;
+	uint16_t nq_ = 0, queues_up_ = 0;
+	uint16_t port_id_ = 0;
+	bool have_port_ = false, probed_ = false, started_ = false;
+	control_thread *ctl_ = nullptr;
+	intr_hold *hold_ = nullptr; /* a memif server's (soft_port.cc) */
+};
+
+} // namespace rdgram::soft
+
+#endif
