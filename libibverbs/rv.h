@@ -113,14 +113,15 @@ struct rv_mr {
 	uintptr_t lo, hi;
 };
 
-/* One posted receive. */
+/* One posted receive; its SGEs are the QP's rq_sge row of the same index
+ * (rows of cap.max_recv_sge: a QP pays for the SGEs it asked for). */
 struct rv_recv {
 	uint64_t wr_id;
 	uint32_t nsge;
-	ibv_sge sge[8];
 };
-inline constexpr uint32_t rv_max_recv_sge = 8;
-inline constexpr uint32_t rv_max_send_sge = 32;
+/* The max_sge ibv_query_device(3) advertises, for sends and receives
+ * alike: a QP asking for up to this many of either is created. */
+inline constexpr uint32_t rv_max_sge = 32;
 
 struct rv_qp {
 	ibv_qp qp; /* must be first */
@@ -136,6 +137,7 @@ struct rv_qp {
 	/* Receive queue: producers serialised by rq_lock, the consumer is
 	 * the dp holder. */
 	rv_recv *rq;
+	ibv_sge *rq_sge; /* rq_mask + 1 rows of cap.max_recv_sge */
 	uint32_t rq_mask;
 	std::atomic<uint32_t> rq_head{0}, rq_tail{0};
 	rte_spinlock_t rq_lock;

@@ -560,7 +560,7 @@ void device_attr(const rv_device &d, ibv_device_attr &a)
 	a.max_qp = int(soft::soft_queue::max_qps);
 	a.max_qp_wr = 16384;
 	a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
-	a.max_sge = int(rv_max_send_sge);
+	a.max_sge = int(rv_max_sge);
 	a.max_sge_rd = 0;
 	a.max_cq = 16384;
 	a.max_cqe = 1 << 20;
@@ -835,6 +835,8 @@ int rv_query_device_ex(ibv_context *context, const ibv_query_device_ex_input *in
 	memset(&a, 0, sizeof(a));
 	device_attr(*dev_of(context), a.orig_attr);
 	a.max_dm_size = 0;
+	/* ibv_query_device_ex(3): the port count, without the u8 limit. */
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	memcpy(attr, &a, std::min(attr_size, sizeof(a)));
 	return 0;
 }

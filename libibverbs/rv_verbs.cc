@@ -119,7 +119,7 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
 	rv_device *d = pd_dev(pd);
 	/* ibv_reg_mr(3): remote write or atomic needs local write. */
 	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) ||
-	    (length != 0 && addr == nullptr)) {
+	    (length != 0 && addr == nullptr) || reinterpret_cast<uintptr_t>(addr) + length < length) {
 		errno = EINVAL;
 		return nullptr;
 	}
@@ -293,13 +293,16 @@ RV_EXPORT ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context,
 				int comp_vector)
 {
 	rv_device *d = dev_of(context);
-	if (cqe < 1 || cqe > (1 << 20) || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
+	ibv_device_attr lim;
+	device_attr(*d, lim);
+	if (cqe < 1 || cqe > lim.max_cqe || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
 	    (channel != nullptr && channel->context->device != context->device)) {
 		errno = EINVAL;
 		return nullptr;
 	}
 	auto *q = new (std::nothrow) rv_cq{};
-	const uint32_t size = pow2_at_least(uint32_t(cqe) + 1);
+	/* The ring holds size completions (cq_push is full at size). */
+	const uint32_t size = pow2_at_least(uint32_t(cqe));
 	ibv_wc *ring = static_cast<ibv_wc *>(calloc(size, sizeof(ibv_wc)));
 	if (q == nullptr || ring == nullptr) {
 		delete q;
@@ -315,7 +318,7 @@ RV_EXPORT ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context,
 	q->cq.context = context;
 	q->cq.channel = channel;
 	q->cq.cq_context = cq_context;
-	q->cq.cqe = int(size - 1);
+	q->cq.cqe = int(size);
 	pthread_mutex_init(&q->cq.mutex, nullptr);
 	pthread_cond_init(&q->cq.cond, nullptr);
 	if (q->chan != nullptr) {
@@ -401,21 +404,28 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 		       "rdgram-verbs offers UD QPs only");
 		return nullptr;
 	}
+	/* ibv_create_qp(3): caps within what ibv_query_device(3) reports. */
+	ibv_device_attr lim;
+	device_attr(*d, lim);
 	if (a->srq != nullptr || a->send_cq == nullptr || a->recv_cq == nullptr ||
 	    a->send_cq->context->device != pd->context->device || a->recv_cq->context->device != pd->context->device ||
-	    a->cap.max_send_wr > 16384 || a->cap.max_recv_wr > 16384 || a->cap.max_send_sge > rv_max_send_sge ||
-	    a->cap.max_recv_sge > rv_max_recv_sge || a->cap.max_inline_data > 4096) {
+	    a->cap.max_send_wr > uint32_t(lim.max_qp_wr) || a->cap.max_recv_wr > uint32_t(lim.max_qp_wr) ||
+	    a->cap.max_send_sge > uint32_t(lim.max_sge) || a->cap.max_recv_sge > uint32_t(lim.max_sge) ||
+	    a->cap.max_inline_data > 4096) {
 		errno = EINVAL;
 		return nullptr;
 	}
 	auto *qp = new (std::nothrow) rv_qp{};
 	const uint32_t rq_size = pow2_at_least(std::max(a->cap.max_recv_wr, 1u));
 	const uint32_t sq_size = pow2_at_least(std::max(a->cap.max_send_wr, 1u));
+	const uint32_t recv_sge = std::max(a->cap.max_recv_sge, 1u);
 	rv_recv *rq = static_cast<rv_recv *>(calloc(rq_size, sizeof(rv_recv)));
+	auto *rq_sge = static_cast<ibv_sge *>(calloc(size_t(rq_size) * recv_sge, sizeof(ibv_sge)));
 	auto *sq = static_cast<rv_qp::pending *>(calloc(sq_size, sizeof(rv_qp::pending)));
-	if (qp == nullptr || rq == nullptr || sq == nullptr) {
+	if (qp == nullptr || rq == nullptr || rq_sge == nullptr || sq == nullptr) {
 		delete qp;
 		free(rq);
+		free(rq_sge);
 		free(sq);
 		errno = ENOMEM;
 		return nullptr;
@@ -424,6 +434,7 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 	qp->scq = reinterpret_cast<rv_cq *>(a->send_cq);
 	qp->rcq = reinterpret_cast<rv_cq *>(a->recv_cq);
 	qp->rq = rq;
+	qp->rq_sge = rq_sge;
 	qp->rq_mask = rq_size - 1;
 	qp->sq = sq;
 	qp->sq_mask = sq_size - 1;
@@ -432,7 +443,7 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 	a->cap.max_recv_wr = rq_size;
 	a->cap.max_send_wr = sq_size;
 	a->cap.max_send_sge = std::max(a->cap.max_send_sge, 1u);
-	a->cap.max_recv_sge = std::max(a->cap.max_recv_sge, 1u);
+	a->cap.max_recv_sge = recv_sge;
 	/* Every send is copied at post time, so any payload up to the MTU
 	 * could be "inline"; 256 bytes is what rxe reports by default. */
 	a->cap.max_inline_data = std::max(a->cap.max_inline_data, 256u);
@@ -457,6 +468,7 @@ RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 		if (slot == soft::soft_queue::max_qps) {
 			dp_unlock(*d);
 			free(rq);
+			free(rq_sge);
 			free(sq);
 			delete qp;
 			errno = ENOMEM;
@@ -598,6 +610,7 @@ RV_EXPORT int ibv_destroy_qp(ibv_qp *q)
 	pthread_mutex_destroy(&q->mutex);
 	pthread_cond_destroy(&q->cond);
 	free(qp->rq);
+	free(qp->rq_sge);
 	free(qp->sq);
 	delete qp;
 	return 0;
