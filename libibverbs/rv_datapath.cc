@@ -45,7 +45,7 @@ void post_event(rv_cq &cq)
 	rv_channel *ch = cq.chan;
 	{
 		std::lock_guard<std::mutex> g(ch->mu);
-		ch->events.push_back(&cq);
+		ch->events.push_back(&cq.cq);
 		cq.events_reported++;
 	}
 	const uint64_t one = 1;
