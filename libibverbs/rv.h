@@ -153,6 +153,8 @@ struct rv_drops {
 };
 
 inline constexpr unsigned rv_max_mrs = 4096;
+/* The GID table's length a port reports, when it has fewer GIDs. */
+inline constexpr size_t rv_gid_tbl_len = 16;
 
 /* A soft device: the soft kind's rv_ibdev. */
 struct rv_device {

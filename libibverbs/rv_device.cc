@@ -590,7 +590,9 @@ void port_attr(const rv_device &d, ibv_port_attr &a)
 	a.state = IBV_PORT_ACTIVE;
 	a.max_mtu = d.mtu_enum;
 	a.active_mtu = d.mtu_enum;
-	a.gid_tbl_len = int(d.gids.size());
+	/* A table with room, as a NIC's: the port's GIDs first, then empty
+	 * entries (ibv_query_gid(3) reads them as zero GIDs). */
+	a.gid_tbl_len = int(std::max<size_t>(d.gids.size(), rv_gid_tbl_len));
 	a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_DEVICE_MGMT_SUP | IBV_PORT_VENDOR_CLASS_SUP;
 	a.max_msg_sz = 1u << 31;
 	a.pkey_tbl_len = 1;

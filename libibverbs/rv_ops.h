@@ -44,6 +44,7 @@ struct rv_ops {
 	/* Capabilities as data, read by the front's checks. */
 	uint32_t qp_types;          /* bit (1 << ibv_qp_type) per type the kind creates */
 	uint32_t qp_init_attr_mask; /* ibv_qp_init_attr_ex.comp_mask bits it takes */
+	uint32_t qp_create_flags;   /* ibv_qp_create_flags it takes */
 	uint32_t max_inline_data;   /* per QP */
 
 	/* Context: called once the front's context is set up, and before it
@@ -51,7 +52,8 @@ struct rv_ops {
 	int (*open_context)(rv_context *ctx);
 	void (*free_context)(rv_context *ctx);
 	/* Queries: the whole attribute structs (the front copies what the
-	 * caller's size holds). query_gid: ENODATA past the table. */
+	 * caller's size holds). query_gid: an index within the port's
+	 * gid_tbl_len; ENODATA for an empty entry. */
 	int (*query_device_ex)(ibv_context *ctx, ibv_device_attr_ex *attr);
 	int (*query_port)(ibv_context *ctx, uint8_t port_num, ibv_port_attr *attr);
 	int (*query_gid)(ibv_context *ctx, uint8_t port_num, uint32_t index, ibv_gid_entry *entry);
@@ -67,7 +69,9 @@ struct rv_ops {
 	 * channel's ncq. */
 	ibv_cq *(*create_cq)(ibv_context *ctx, int cqe, void *cq_context, ibv_comp_channel *channel,
 			     int comp_vector);
-	int (*resize_cq)(ibv_cq *cq, int cqe); /* null: not offered */
+	/* cqe within max_cqe; EINVAL when more completions wait than the
+	 * new size holds (ibv_resize_cq(3)). Null: not offered. */
+	int (*resize_cq)(ibv_cq *cq, int cqe);
 	int (*destroy_cq)(ibv_cq *cq);
 	int (*poll_cq)(ibv_cq *cq, int n, ibv_wc *wc);
 	int (*req_notify_cq)(ibv_cq *cq, int solicited_only);

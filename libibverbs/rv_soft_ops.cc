@@ -212,6 +212,40 @@ ibv_cq *create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_chan
 	return &q->cq;
 }
 
+/* A new ring, the waiting completions moved to it in order. Producers
+ * (dp) and consumers (poll_lock) are both held off meanwhile. */
+int resize_cq(ibv_cq *cq, int cqe)
+{
+	auto *q = reinterpret_cast<rv_cq *>(cq);
+	rv_device *d = q->dev;
+	const uint32_t size = pow2_at_least(uint32_t(cqe));
+	auto *ring = static_cast<ibv_wc *>(calloc(size, sizeof(ibv_wc)));
+	if (ring == nullptr)
+		return ENOMEM;
+	rv_lock(&q->poll_lock);
+	dp_lock(*d);
+	const uint32_t t = q->tail.load(std::memory_order_relaxed);
+	const uint32_t n = q->head.load(std::memory_order_relaxed) - t;
+	if (n > size) {
+		dp_unlock(*d);
+		rv_unlock(&q->poll_lock);
+		free(ring);
+		return EINVAL;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ring[i] = q->ring[(t + i) & q->mask];
+	ibv_wc *old = q->ring;
+	q->ring = ring;
+	q->mask = size - 1;
+	q->tail.store(0, std::memory_order_relaxed);
+	q->head.store(n, std::memory_order_release);
+	cq->cqe = int(size);
+	dp_unlock(*d);
+	rv_unlock(&q->poll_lock);
+	free(old);
+	return 0;
+}
+
 int destroy_cq(ibv_cq *cq)
 {
 	auto *q = reinterpret_cast<rv_cq *>(cq);
@@ -595,11 +629,13 @@ int ah_attr_from_wc(ibv_context *context, uint8_t port_num, ibv_wc *wc, ibv_grh 
 
 } // namespace
 
-/* UD QPs only; no SRQs, memory windows, resizing. */
+/* UD QPs only; no SRQs, no memory windows. */
 const rv_ops soft_ops = {
 	.kind = "soft",
 	.qp_types = 1u << IBV_QPT_UD,
-	.qp_init_attr_mask = IBV_QP_INIT_ATTR_PD,
+	/* Create flags in the mask, with none set. */
+	.qp_init_attr_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS,
+	.qp_create_flags = 0,
 	/* Any send is copied into its frame at post time. */
 	.max_inline_data = 4096,
 	.open_context = open_context,
@@ -613,7 +649,7 @@ const rv_ops soft_ops = {
 	.reg_mr = reg_mr,
 	.dereg_mr = dereg_mr,
 	.create_cq = create_cq,
-	.resize_cq = nullptr,
+	.resize_cq = resize_cq,
 	.destroy_cq = destroy_cq,
 	.poll_cq = poll_cq,
 	.req_notify_cq = req_notify_cq,

@@ -141,10 +141,14 @@ ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned ac
 	return ops(pd->context).reg_mr(pd, addr, length, iova, access);
 }
 
+/* One GID table entry: EINVAL for a port or an index past the port's
+ * table, ENODATA for an empty entry (the kernel's rdma_get_gid_attr). */
 int gid_entry(ibv_context *c, uint32_t port_num, uint32_t index, ibv_gid_entry *e)
 {
-	if (!port_ok(c, port_num))
-		return ENODATA;
+	ibv_port_attr pa;
+	if (port_num > 0xff || rv_query_port_ex(c, uint8_t(port_num), &pa, sizeof(pa)) != 0 ||
+	    index >= uint32_t(pa.gid_tbl_len))
+		return EINVAL;
 	return ops(c).query_gid(c, uint8_t(port_num), index, e);
 }
 
@@ -178,7 +182,7 @@ ibv_qp *rv_create_qp_ex(ibv_context *context, ibv_qp_init_attr_ex *a)
 {
 	const rv_ops &o = ops(context);
 	if ((a->comp_mask & ~o.qp_init_attr_mask) != 0 ||
-	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0)) {
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && (a->create_flags & ~o.qp_create_flags) != 0)) {
 		refuse("ibv_create_qp_ex with send ops, XRC, RSS or create flags", "QPs with ibv_post_send only");
 		return nullptr;
 	}
@@ -318,8 +322,13 @@ RV_PIN(ibv_query_port);
 RV_EXPORT int ibv_query_gid(ibv_context *context, uint8_t port_num, int index, ibv_gid *gid)
 {
 	ibv_gid_entry e;
-	if (index < 0 || gid_entry(context, port_num, uint32_t(index), &e) != 0) {
-		errno = EINVAL;
+	const int rc = index < 0 ? EINVAL : gid_entry(context, port_num, uint32_t(index), &e);
+	if (rc == ENODATA) { /* an empty entry reads as the zero GID, as with libibverbs */
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (rc != 0) {
+		errno = rc;
 		return -1;
 	}
 	*gid = e.gid;
@@ -360,11 +369,13 @@ RV_EXPORT int ibv_get_pkey_index(ibv_context *context, uint8_t port_num, __be16 
 RV_EXPORT int ibv_query_gid_type(ibv_context *context, uint8_t port_num, unsigned int index, unsigned int *type)
 {
 	ibv_gid_entry e;
-	if (gid_entry(context, port_num, index, &e) != 0) {
-		errno = EINVAL;
+	const int rc = gid_entry(context, port_num, index, &e);
+	if (rc != 0 && rc != ENODATA) {
+		errno = rc;
 		return -1;
 	}
-	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	/* An empty entry: RoCE v1, as libibverbs answers. */
+	*type = rc == 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
 	return 0;
 }
 
