@@ -94,9 +94,20 @@ struct rv_ops {
 	int (*destroy_ah)(ibv_ah *ah);
 	int (*init_ah_from_wc)(ibv_context *ctx, uint8_t port_num, ibv_wc *wc, ibv_grh *grh, ibv_ah_attr *attr);
 
-	/* Not offered by every kind (null: EOPNOTSUPP from the front). */
+	/* Not offered by every kind (null: EOPNOTSUPP from the front, as
+	 * rdma-core's dummy_ops.c). */
 	ibv_srq *(*create_srq)(ibv_pd *pd, ibv_srq_init_attr *attr);
+	int (*modify_srq)(ibv_srq *srq, ibv_srq_attr *attr, int mask);
+	int (*query_srq)(ibv_srq *srq, ibv_srq_attr *attr);
+	int (*destroy_srq)(ibv_srq *srq);
+	int (*post_srq_recv)(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad);
 	ibv_mw *(*alloc_mw)(ibv_pd *pd, ibv_mw_type type);
+	int (*bind_mw)(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind);
+	int (*dealloc_mw)(ibv_mw *mw);
+	ibv_mr *(*reg_dmabuf_mr)(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd, int access);
+	int (*rereg_mr)(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access);
+	int (*query_ece)(ibv_qp *qp, ibv_ece *ece);
+	int (*set_ece)(ibv_qp *qp, ibv_ece *ece);
 };
 
 /* rdma-core's struct verbs_device (libibverbs/driver.h, the PRIVATE_34

@@ -629,7 +629,8 @@ int ah_attr_from_wc(ibv_context *context, uint8_t port_num, ibv_wc *wc, ibv_grh 
 
 } // namespace
 
-/* UD QPs only; no SRQs, no memory windows. */
+/* UD QPs only; no SRQs, memory windows, dmabuf MRs, re-registration or
+ * ECE. */
 const rv_ops soft_ops = {
 	.kind = "soft",
 	.qp_types = 1u << IBV_QPT_UD,
@@ -665,7 +666,17 @@ const rv_ops soft_ops = {
 	.destroy_ah = destroy_ah,
 	.init_ah_from_wc = ah_attr_from_wc,
 	.create_srq = nullptr,
+	.modify_srq = nullptr,
+	.query_srq = nullptr,
+	.destroy_srq = nullptr,
+	.post_srq_recv = nullptr,
 	.alloc_mw = nullptr,
+	.bind_mw = nullptr,
+	.dealloc_mw = nullptr,
+	.reg_dmabuf_mr = nullptr,
+	.rereg_mr = nullptr,
+	.query_ece = nullptr,
+	.set_ece = nullptr,
 };
 
 } // namespace rdgram::rv

@@ -193,29 +193,41 @@ ibv_qp *rv_create_qp_ex(ibv_context *context, ibv_qp_init_attr_ex *a)
 	return ibv_create_qp(a->pd, reinterpret_cast<ibv_qp_init_attr *>(a));
 }
 
-int rv_post_srq_recv(ibv_srq *, ibv_recv_wr *wr, ibv_recv_wr **bad)
+/* No SRQ of a kind without SRQs exists: the call is refused all the same. */
+int rv_post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad)
 {
-	*bad = wr;
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(srq->context);
+	if (o.post_srq_recv == nullptr) {
+		*bad = wr;
+		return EOPNOTSUPP;
+	}
+	return o.post_srq_recv(srq, wr, bad);
 }
 
 ibv_mw *rv_alloc_mw(ibv_pd *pd, ibv_mw_type type)
 {
-	if (ops(pd->context).alloc_mw == nullptr) {
+	const rv_ops &o = ops(pd->context);
+	if (o.alloc_mw == nullptr) {
 		refuse("ibv_alloc_mw", "memory windows are for RDMA reads and writes: UD has none");
 		return nullptr;
 	}
-	return ops(pd->context).alloc_mw(pd, type);
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	return o.alloc_mw(pd, type);
 }
 
-int rv_bind_mw(ibv_qp *, ibv_mw *, ibv_mw_bind *)
+int rv_bind_mw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(qp->context);
+	return o.bind_mw == nullptr ? EOPNOTSUPP : o.bind_mw(qp, mw, bind);
 }
 
-int rv_dealloc_mw(ibv_mw *)
+int rv_dealloc_mw(ibv_mw *mw)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(mw->context);
+	return o.dealloc_mw == nullptr ? EOPNOTSUPP : o.dealloc_mw(mw);
 }
 
 extern "C" {
@@ -259,7 +271,7 @@ RV_EXPORT ibv_context *ibv_open_device(ibv_device *device)
 	ctx.ops.req_notify_cq = o.req_notify_cq;
 	ctx.ops.post_send = o.post_send;
 	ctx.ops.post_recv = o.post_recv;
-	ctx.ops.post_srq_recv = rv_post_srq_recv;
+	ctx.ops.post_srq_recv = o.post_srq_recv != nullptr ? o.post_srq_recv : rv_post_srq_recv;
 	ctx.ops.alloc_mw = rv_alloc_mw;
 	ctx.ops.bind_mw = rv_bind_mw;
 	ctx.ops.dealloc_mw = rv_dealloc_mw;
@@ -443,16 +455,46 @@ RV_EXPORT ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, size_t length, uint64
 	return reg_mr(pd, addr, length, iova, access);
 }
 
-RV_EXPORT ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *, uint64_t, size_t, uint64_t, int, int)
+RV_EXPORT ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+				    int access)
 {
-	refuse("ibv_reg_dmabuf_mr", "no device memory: the device is a DPDK port");
-	return nullptr;
+	const rv_ops &o = ops(pd->context);
+	if (o.reg_dmabuf_mr == nullptr) {
+		refuse("ibv_reg_dmabuf_mr", "no device memory: the device is a DPDK port");
+		return nullptr;
+	}
+	/* ibv_reg_mr(3)'s access rule, and a length within max_mr_size. */
+	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) ||
+	    fd < 0 || length > limits(pd->context).max_mr_size) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	return o.reg_dmabuf_mr(pd, offset, length, iova, fd, access);
 }
 
-RV_EXPORT int ibv_rereg_mr(ibv_mr *, int, ibv_pd *, void *, size_t, int)
+RV_EXPORT int ibv_rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access)
 {
-	refuse("ibv_rereg_mr", "deregister and register again");
-	return IBV_REREG_MR_ERR_INPUT;
+	const rv_ops &o = ops(mr->context);
+	if (o.rereg_mr == nullptr) {
+		refuse("ibv_rereg_mr", "deregister and register again");
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	/* As libibverbs' ibv_rereg_mr: known flags, a translation with an
+	 * address and a length, access only with IBV_REREG_MR_CHANGE_ACCESS. */
+	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == nullptr || length == 0)) ||
+	    (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	const int rc = o.rereg_mr(mr, flags, pd, addr, length, access);
+	if (rc == 0 && (flags & IBV_REREG_MR_CHANGE_PD))
+		mr->pd = pd;
+	if (rc == 0 && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		mr->addr = addr;
+		mr->length = length;
+	}
+	return rc;
 }
 
 RV_EXPORT int ibv_dereg_mr(ibv_mr *mr)
@@ -687,7 +729,7 @@ RV_EXPORT ibv_ah *ibv_create_ah_from_wc(ibv_pd *pd, ibv_wc *wc, ibv_grh *grh, ui
 	return ibv_create_ah(pd, &a);
 }
 
-/* ---- SRQs, and what no device here offers ---- */
+/* ---- SRQs, ECE, and what no device here offers (imports) ---- */
 
 RV_EXPORT ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr)
 {
@@ -700,32 +742,37 @@ RV_EXPORT ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr)
 }
 RV_PIN(ibv_create_srq);
 
-RV_EXPORT int ibv_modify_srq(ibv_srq *, ibv_srq_attr *, int)
+RV_EXPORT int ibv_modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(srq->context);
+	return o.modify_srq == nullptr ? EOPNOTSUPP : o.modify_srq(srq, attr, mask);
 }
 RV_PIN(ibv_modify_srq);
 
-RV_EXPORT int ibv_query_srq(ibv_srq *, ibv_srq_attr *)
+RV_EXPORT int ibv_query_srq(ibv_srq *srq, ibv_srq_attr *attr)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(srq->context);
+	return o.query_srq == nullptr ? EOPNOTSUPP : o.query_srq(srq, attr);
 }
 RV_PIN(ibv_query_srq);
 
-RV_EXPORT int ibv_destroy_srq(ibv_srq *)
+RV_EXPORT int ibv_destroy_srq(ibv_srq *srq)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(srq->context);
+	return o.destroy_srq == nullptr ? EOPNOTSUPP : o.destroy_srq(srq);
 }
 RV_PIN(ibv_destroy_srq);
 
-RV_EXPORT int ibv_query_ece(ibv_qp *, ibv_ece *)
+RV_EXPORT int ibv_query_ece(ibv_qp *qp, ibv_ece *ece)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(qp->context);
+	return o.query_ece == nullptr ? EOPNOTSUPP : o.query_ece(qp, ece);
 }
 
-RV_EXPORT int ibv_set_ece(ibv_qp *, ibv_ece *)
+RV_EXPORT int ibv_set_ece(ibv_qp *qp, ibv_ece *ece)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(qp->context);
+	return o.set_ece == nullptr ? EOPNOTSUPP : o.set_ece(qp, ece);
 }
 
 RV_EXPORT ibv_context *ibv_import_device(int)
