@@ -35,6 +35,7 @@
 
 #include "rdgram/tsan.h"
 #include "rv_config.h"
+#include "rv_ops.h"
 #include "soft_datapath.h"
 #include "soft_device.h"
 
@@ -62,36 +63,6 @@ inline void rv_unlock(rte_spinlock_t *l)
 	rte_spinlock_unlock(l);
 }
 
-/* rdma-core's struct verbs_device (libibverbs/driver.h, the PRIVATE_34
- * ABI): the providers' direct-verbs entry points (mlx5dv_is_supported,
- * efadv_query_device, ...) read ops through it to tell their own devices
- * from others. Ours points at rdgram's ops, so they answer "not mine". */
-struct verbs_device_ops_layout {
-	const char *name;
-	uint32_t match_min_abi_version, match_max_abi_version;
-	const void *match_table;
-	const void *static_providers;
-	void *fns[4];
-};
-struct verbs_device_layout {
-	ibv_device device; /* must be first */
-	const verbs_device_ops_layout *ops;
-	int refcount;
-	void *entry[2];
-	void *sysfs;
-	uint64_t core_support;
-};
-
-/* Completion channel: an eventfd in semaphore mode that counts the events
- * in list (so poll/epoll on fd is readable exactly while an event waits),
- * and the CQs those events are for. */
-struct rv_channel {
-	ibv_comp_channel ch; /* must be first */
-	std::mutex mu;
-	std::vector<struct rv_cq *> events;
-	int ncq = 0; /* CQs using it: destroy is EBUSY while any */
-};
-
 struct rv_cq {
 	ibv_cq cq; /* must be first */
 	rv_device *dev;
@@ -113,14 +84,15 @@ struct rv_mr {
 	uintptr_t lo, hi;
 };
 
-/* One posted receive. */
+/* One posted receive; its SGEs are the QP's rq_sge row of the same index
+ * (rows of cap.max_recv_sge: a QP pays for the SGEs it asked for). */
 struct rv_recv {
 	uint64_t wr_id;
 	uint32_t nsge;
-	ibv_sge sge[8];
 };
-inline constexpr uint32_t rv_max_recv_sge = 8;
-inline constexpr uint32_t rv_max_send_sge = 32;
+/* The max_sge ibv_query_device(3) advertises, for sends and receives
+ * alike: a QP asking for up to this many of either is created. */
+inline constexpr uint32_t rv_max_sge = 32;
 
 struct rv_qp {
 	ibv_qp qp; /* must be first */
@@ -136,6 +108,7 @@ struct rv_qp {
 	/* Receive queue: producers serialised by rq_lock, the consumer is
 	 * the dp holder. */
 	rv_recv *rq;
+	ibv_sge *rq_sge; /* rq_mask + 1 rows of cap.max_recv_sge */
 	uint32_t rq_mask;
 	std::atomic<uint32_t> rq_head{0}, rq_tail{0};
 	rte_spinlock_t rq_lock;
@@ -180,9 +153,12 @@ struct rv_drops {
 };
 
 inline constexpr unsigned rv_max_mrs = 4096;
+/* The GID table's length a port reports, when it has fewer GIDs. */
+inline constexpr size_t rv_gid_tbl_len = 16;
 
+/* A soft device: the soft kind's rv_ibdev. */
 struct rv_device {
-	verbs_device_layout vd; /* must be first: ibv_device */
+	rv_ibdev ib; /* must be first: the ibv_device */
 	rv_port_config cfg;
 	uint16_t port_id = 0;
 	bool probed = false;
@@ -220,17 +196,10 @@ struct rv_device {
 	uint8_t gather[4096 + 64]; /* multi-SGE sends are gathered here (dp) */
 };
 
-struct rv_context {
-	rv_device *dev;
-	verbs_context v; /* its last member is the ibv_context handed out */
-};
+inline rv_device *dev_of(ibv_context *c) { return reinterpret_cast<rv_device *>(ctx_of(c)->dev); }
 
-inline rv_context *ctx_of(ibv_context *c)
-{
-	return reinterpret_cast<rv_context *>(reinterpret_cast<char *>(c) - offsetof(rv_context, v) -
-					      offsetof(verbs_context, context));
-}
-inline rv_device *dev_of(ibv_context *c) { return ctx_of(c)->dev; }
+/* rv_soft_ops.cc: the soft kind's operations. */
+extern const rv_ops soft_ops;
 
 /* rv_device.cc: the process's devices (started once, by the first
  * ibv_get_device_list). */
@@ -243,10 +212,6 @@ struct rv_process {
 rv_process &process();
 /* Starts the EAL and opens every configured port (once); 0 or an errno. */
 int start();
-/* Prints "rdgram-verbs: <verb> is not offered (...)" the first time a
- * process is refused a verb, then sets errno = e. */
-void refuse(const char *verb, const char *why, int e = EOPNOTSUPP);
-void logf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The data-path lock. Taken by spinning a little, then yielding the CPU:
  * a program's threads and the service thread may share one CPU, and a
@@ -278,8 +243,9 @@ inline void bump(std::atomic<uint64_t> &c)
 }
 /* rv_device.cc: the attributes the query verbs report. */
 void device_attr(const rv_device &d, ibv_device_attr &a);
+void port_attr(const rv_device &d, ibv_port_attr &a);
 
-/* rv_datapath.cc: the ops in ibv_context_ops. */
+/* rv_datapath.cc: the data-path entries of soft_ops. */
 int post_send(ibv_qp *qp, ibv_send_wr *wr, ibv_send_wr **bad);
 int post_recv(ibv_qp *qp, ibv_recv_wr *wr, ibv_recv_wr **bad);
 int poll_cq(ibv_cq *cq, int n, ibv_wc *wc);

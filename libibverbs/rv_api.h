@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * The functions behind the verbs_context and ibv_context_ops entries of a
- * context (rv_device.cc fills them), and RV_EXPORT: the library is built
+ * The front's functions behind the verbs_context and ibv_context_ops
+ * entries of a context (rv_verbs.cc fills them), and RV_EXPORT: the library is built
  * with hidden visibility, and the version script (gen_symbol_map.py) says
  * at which node each exported name goes.
  */

@@ -45,7 +45,7 @@ void post_event(rv_cq &cq)
 	rv_channel *ch = cq.chan;
 	{
 		std::lock_guard<std::mutex> g(ch->mu);
-		ch->events.push_back(&cq);
+		ch->events.push_back(&cq.cq);
 		cq.events_reported++;
 	}
 	const uint64_t one = 1;
@@ -99,12 +99,14 @@ void deliver(rv_device &d, const recv_wc &r)
 		return;
 	}
 	const rv_recv &w = qp->rq[t & qp->rq_mask];
-	/* The GRH area and the payload, scattered over the receive's SGEs. */
+	const ibv_sge *sge = qp->rq_sge + size_t(t & qp->rq_mask) * qp->cap.max_recv_sge;
+	/* The GRH area and the payload, scattered over the receive's SGEs in
+	 * order, each filled before the next (ibv_post_recv(3)). */
 	const uint8_t *src = rte_pktmbuf_mtod(r.mbuf, const uint8_t *);
 	uint32_t left = r.byte_len;
 	for (uint32_t i = 0; i < w.nsge && left != 0; i++) {
-		const uint32_t n = std::min(left, w.sge[i].length);
-		memcpy(reinterpret_cast<void *>(uintptr_t(w.sge[i].addr)), src, n);
+		const uint32_t n = std::min(left, sge[i].length);
+		memcpy(reinterpret_cast<void *>(uintptr_t(sge[i].addr)), src, n);
 		src += n;
 		left -= n;
 	}
@@ -454,7 +456,8 @@ int post_recv(ibv_qp *q, ibv_recv_wr *wr, ibv_recv_wr **bad)
 		rv_recv &r = qp->rq[h & qp->rq_mask];
 		r.wr_id = wr->wr_id;
 		r.nsge = uint32_t(wr->num_sge);
-		memcpy(r.sge, wr->sg_list, sizeof(ibv_sge) * r.nsge);
+		memcpy(qp->rq_sge + size_t(h & qp->rq_mask) * qp->cap.max_recv_sge, wr->sg_list,
+		       sizeof(ibv_sge) * r.nsge);
 		h++;
 	}
 	qp->rq_head.store(h, std::memory_order_release);

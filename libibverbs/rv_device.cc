@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * Devices: the EAL and the ports (started once per process by the first
- * ibv_get_device_list), the device list, contexts and the query verbs.
+ * The soft devices: the EAL and the ports (started once per process by the
+ * first ibv_get_device_list), the device list, and the attributes the soft
+ * kind reports (device_attr, port_attr). The verbs on a device are the
+ * front's (rv_verbs.cc); its operations are the soft kind's
+ * (rv_soft_ops.cc).
  */
 #include <cerrno>
 #include <chrono>
@@ -31,8 +34,6 @@
 #include "rdgram/config.h"
 #include "rv.h"
 #include "rv_api.h"
-
-#undef ibv_query_port
 
 namespace rdgram {
 void register_tsan_mempool(); /* dataplane/src/tsan_mempool.cc */
@@ -325,14 +326,16 @@ int open_port(rv_device &d, unsigned index, bool may_retry)
 	memcpy(eui, d.gids[0].raw + 8, 8);
 	memcpy(&d.guid_be, eui, 8);
 
-	ibv_device &v = d.vd.device;
+	ibv_device &v = d.ib.vd.device;
 	v.node_type = IBV_NODE_CA;
 	v.transport_type = IBV_TRANSPORT_IB;
 	snprintf(v.name, sizeof(v.name), "%s", pc.name.c_str());
 	snprintf(v.dev_name, sizeof(v.dev_name), "uverbs%u", index);
 	snprintf(v.dev_path, sizeof(v.dev_path), "/sys/class/infiniband_verbs/uverbs%u", index);
 	snprintf(v.ibdev_path, sizeof(v.ibdev_path), "/sys/class/infiniband/%s", pc.name.c_str());
-	d.vd.ops = &rv_device_ops;
+	d.ib.vd.ops = &rv_device_ops;
+	d.ib.ops = &soft_ops;
+	d.ib.node_guid_be = d.guid_be;
 	rte_spinlock_init(&d.dp);
 	return 0;
 }
@@ -560,7 +563,7 @@ void device_attr(const rv_device &d, ibv_device_attr &a)
 	a.max_qp = int(soft::soft_queue::max_qps);
 	a.max_qp_wr = 16384;
 	a.device_cap_flags = IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_RC_RNR_NAK_GEN;
-	a.max_sge = int(rv_max_send_sge);
+	a.max_sge = int(rv_max_sge);
 	a.max_sge_rd = 0;
 	a.max_cq = 16384;
 	a.max_cqe = 1 << 20;
@@ -587,7 +590,9 @@ void port_attr(const rv_device &d, ibv_port_attr &a)
 	a.state = IBV_PORT_ACTIVE;
 	a.max_mtu = d.mtu_enum;
 	a.active_mtu = d.mtu_enum;
-	a.gid_tbl_len = int(d.gids.size());
+	/* A table with room, as a NIC's: the port's GIDs first, then empty
+	 * entries (ibv_query_gid(3) reads them as zero GIDs). */
+	a.gid_tbl_len = int(std::max<size_t>(d.gids.size(), rv_gid_tbl_len));
 	a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_DEVICE_MGMT_SUP | IBV_PORT_VENDOR_CLASS_SUP;
 	a.max_msg_sz = 1u << 31;
 	a.pkey_tbl_len = 1;
@@ -622,7 +627,7 @@ RV_EXPORT ibv_device **ibv_get_device_list(int *num)
 		return nullptr;
 	}
 	for (size_t i = 0; i < n; i++)
-		l[i] = &p.devs[i]->vd.device;
+		l[i] = &p.devs[i]->ib.vd.device;
 	if (num != nullptr)
 		*num = int(n);
 	if (rc != 0)
@@ -637,204 +642,13 @@ RV_EXPORT void ibv_free_device_list(ibv_device **list)
 }
 RV_PIN(ibv_free_device_list);
 
-RV_EXPORT const char *ibv_get_device_name(ibv_device *device)
-{
-	return device->name;
-}
-RV_PIN(ibv_get_device_name);
-
-RV_EXPORT __be64 ibv_get_device_guid(ibv_device *device)
-{
-	return reinterpret_cast<rv_device *>(device)->guid_be;
-}
-RV_PIN(ibv_get_device_guid);
-
 RV_EXPORT int ibv_get_device_index(ibv_device *device)
 {
 	rv_process &p = process();
 	for (size_t i = 0; i < p.devs.size(); i++)
-		if (&p.devs[i]->vd.device == device)
+		if (&p.devs[i]->ib.vd.device == device)
 			return int(i);
 	return -1;
 }
 
-RV_EXPORT ibv_context *ibv_open_device(ibv_device *device)
-{
-	auto *d = reinterpret_cast<rv_device *>(device);
-	auto *c = new (std::nothrow) rv_context{};
-	if (c == nullptr) {
-		errno = ENOMEM;
-		return nullptr;
-	}
-	c->dev = d;
-	verbs_context &v = c->v;
-	v.sz = sizeof(verbs_context);
-	v.query_port = rv_query_port_ex;
-	v.query_device_ex = rv_query_device_ex;
-	v.create_qp_ex = rv_create_qp_ex;
-	ibv_context &ctx = v.context;
-	ctx.device = device;
-	ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
-	ctx.ops.poll_cq = poll_cq;
-	ctx.ops.req_notify_cq = req_notify_cq;
-	ctx.ops.post_send = post_send;
-	ctx.ops.post_recv = post_recv;
-	ctx.ops.post_srq_recv = rv_post_srq_recv;
-	ctx.ops.alloc_mw = rv_alloc_mw;
-	ctx.ops.bind_mw = rv_bind_mw;
-	ctx.ops.dealloc_mw = rv_dealloc_mw;
-	ctx.cmd_fd = -1;
-	/* The async event fd: an eventfd nothing writes yet (no async event
-	 * is raised), so a program's poll() on it waits as on a quiet HCA. */
-	ctx.async_fd = eventfd(0, EFD_CLOEXEC);
-	if (ctx.async_fd < 0) {
-		int e = errno;
-		delete c;
-		errno = e;
-		return nullptr;
-	}
-	ctx.num_comp_vectors = 1;
-	pthread_mutex_init(&ctx.mutex, nullptr);
-	d->contexts++;
-	return &ctx;
-}
-RV_PIN(ibv_open_device);
-
-RV_EXPORT int ibv_close_device(ibv_context *context)
-{
-	rv_context *c = ctx_of(context);
-	rv_device *d = c->dev;
-	/* Frames built but not yet taken by the port go now: nothing of
-	 * this context stays out of the pool. */
-	dp_lock(*d);
-	d->q.tx_flush();
-	dp_unlock(*d);
-	close(context->async_fd);
-	pthread_mutex_destroy(&context->mutex);
-	d->contexts--;
-	delete c;
-	return 0;
-}
-RV_PIN(ibv_close_device);
-
-RV_EXPORT int ibv_query_device(ibv_context *context, ibv_device_attr *attr)
-{
-	device_attr(*dev_of(context), *attr);
-	return 0;
-}
-RV_PIN(ibv_query_device);
-
-RV_EXPORT int ibv_query_port(ibv_context *context, uint8_t port_num, _compat_ibv_port_attr *attr)
-{
-	/* The exported compat symbol: the old, shorter struct. */
-	return rv_query_port_ex(context, port_num, reinterpret_cast<ibv_port_attr *>(attr),
-				offsetof(ibv_port_attr, port_cap_flags2));
-}
-RV_PIN(ibv_query_port);
-
-RV_EXPORT int ibv_query_gid(ibv_context *context, uint8_t port_num, int index, ibv_gid *gid)
-{
-	rv_device *d = dev_of(context);
-	if (port_num != 1 || index < 0 || size_t(index) >= d->gids.size()) {
-		errno = EINVAL;
-		return -1;
-	}
-	memcpy(gid->raw, d->gids[size_t(index)].raw, 16);
-	return 0;
-}
-RV_PIN(ibv_query_gid);
-
-RV_EXPORT int ibv_query_pkey(ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
-{
-	rv_device *d = dev_of(context);
-	if (port_num != 1 || index != 0) {
-		errno = EINVAL;
-		return -1;
-	}
-	*pkey = htobe16(d->cfg.pkey);
-	return 0;
-}
-RV_PIN(ibv_query_pkey);
-
-RV_EXPORT int ibv_get_pkey_index(ibv_context *context, uint8_t port_num, __be16 pkey)
-{
-	rv_device *d = dev_of(context);
-	if (port_num != 1 || be16toh(pkey) != d->cfg.pkey) {
-		errno = EINVAL;
-		return -1;
-	}
-	return 0;
-}
-
-/* PRIVATE_34, used by ibv_devinfo: the GID type as sysfs names it
- * (rdma-core's enum ibv_gid_type_sysfs: 0 IB/RoCE v1, 1 RoCE v2). */
-RV_EXPORT int ibv_query_gid_type(ibv_context *context, uint8_t port_num, unsigned int index, unsigned int *type)
-{
-	rv_device *d = dev_of(context);
-	if (port_num != 1 || index >= d->gids.size()) {
-		errno = EINVAL;
-		return -1;
-	}
-	*type = 1;
-	return 0;
-}
-
-static void fill_gid_entry(rv_device *d, uint32_t i, ibv_gid_entry *e)
-{
-	memset(e, 0, sizeof(*e));
-	memcpy(e->gid.raw, d->gids[i].raw, 16);
-	e->gid_index = i;
-	e->port_num = 1;
-	e->gid_type = IBV_GID_TYPE_ROCE_V2;
-	e->ndev_ifindex = 0;
-}
-
-RV_EXPORT int _ibv_query_gid_ex(ibv_context *context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry *entry,
-				uint32_t flags, size_t entry_size)
-{
-	rv_device *d = dev_of(context);
-	if (flags != 0 || entry_size < sizeof(ibv_gid_entry))
-		return EINVAL;
-	if (port_num != 1 || gid_index >= d->gids.size())
-		return ENODATA;
-	fill_gid_entry(d, gid_index, entry);
-	return 0;
-}
-
-RV_EXPORT ssize_t _ibv_query_gid_table(ibv_context *context, ibv_gid_entry *entries, size_t max_entries,
-				       uint32_t flags, size_t entry_size)
-{
-	rv_device *d = dev_of(context);
-	if (flags != 0 || entry_size < sizeof(ibv_gid_entry))
-		return -EINVAL;
-	if (max_entries < d->gids.size())
-		return -EINVAL;
-	for (uint32_t i = 0; i < d->gids.size(); i++)
-		fill_gid_entry(d, i, reinterpret_cast<ibv_gid_entry *>(reinterpret_cast<char *>(entries) + i * entry_size));
-	return ssize_t(d->gids.size());
-}
-
 } /* extern "C" */
-
-int rv_query_port_ex(ibv_context *context, uint8_t port_num, ibv_port_attr *attr, size_t len)
-{
-	if (port_num != 1)
-		return EINVAL;
-	ibv_port_attr a;
-	port_attr(*dev_of(context), a);
-	memcpy(attr, &a, std::min(len, sizeof(a)));
-	return 0;
-}
-
-int rv_query_device_ex(ibv_context *context, const ibv_query_device_ex_input *input, ibv_device_attr_ex *attr,
-		       size_t attr_size)
-{
-	if (input != nullptr && input->comp_mask != 0)
-		return EINVAL;
-	ibv_device_attr_ex a;
-	memset(&a, 0, sizeof(a));
-	device_attr(*dev_of(context), a.orig_attr);
-	a.max_dm_size = 0;
-	memcpy(attr, &a, std::min(attr_size, sizeof(a)));
-	return 0;
-}

@@ -1,46 +1,82 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Copyright(c) 2026 The rdgram authors
  *
- * The control verbs: PD, MR, completion channels, CQs, UD QPs and their
- * state machine, AHs (ibv_create_ah(3) resolving the neighbour, the reply
- * path from a completion), multicast attachment, and the refusals of what
- * a UD-only device without SRQs or memory windows does not offer.
+ * The verbs front (rdma-core's libibverbs/ role, rv_ops.h): every exported
+ * control verb checks its arguments as its man page says, against the
+ * limits the device reported at ibv_open_device, then calls the device's
+ * kind through its rv_ops table. It knows no kind: a device is an
+ * rv_ibdev, a context an rv_context. Also here, as in libibverbs:
+ * contexts, completion channels and event acknowledgement, the refusals
+ * of what a kind does not offer (EOPNOTSUPP), and the verbs no device
+ * here has (SRQ ops without SRQs, imports, ECE).
  */
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <thread>
+#include <string>
 
-#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include <rte_cycles.h>
-#include <rte_ethdev.h>
-
-#include "rdgram/ah_from_wc.h"
-#include "rv.h"
 #include "rv_api.h"
+#include "rv_ops.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 #undef ibv_query_port
 
-using namespace rdgram;
 using namespace rdgram::rv;
 
 namespace {
 
-rv_device *pd_dev(ibv_pd *pd) { return dev_of(pd->context); }
+const rv_ops &ops(ibv_context *c) { return ops_of(c); }
+const ibv_device_attr &limits(ibv_context *c) { return ctx_of(c)->attr.orig_attr; }
 
-uint32_t pow2_at_least(uint32_t n)
+/* A port number the device has (ports are numbered from 1). */
+bool port_ok(ibv_context *c, uint32_t port_num)
 {
-	uint32_t p = 1;
-	while (p < n)
-		p <<= 1;
-	return p;
+	return port_num >= 1 && port_num <= ctx_of(c)->attr.phys_port_cnt_ex;
+}
+
+bool privileged()
+{
+	/* Linux lets a process with CAP_NET_RAW hold a controlled Q_Key
+	 * (IBA 10.2.4; ib_uverbs' modify_qp says EPERM otherwise); the
+	 * effective uid 0 stands for it here. */
+	return geteuid() == 0;
+}
+
+/* A controlled Q_Key has its high-order bit set (IBA 10.2.4). */
+constexpr uint32_t qkey_controlled = 0x80000000u;
+
+const char *qp_type_name(unsigned t)
+{
+	switch (t) {
+	case IBV_QPT_RC: return "RC";
+	case IBV_QPT_UC: return "UC";
+	case IBV_QPT_UD: return "UD";
+	case IBV_QPT_RAW_PACKET: return "RAW_PACKET";
+	case IBV_QPT_XRC_SEND: return "XRC_SEND";
+	case IBV_QPT_XRC_RECV: return "XRC_RECV";
+	case IBV_QPT_DRIVER: return "DRIVER";
+	default: return nullptr;
+	}
+}
+
+/* "ibv_create_qp(IBV_QPT_RC) is not offered (this device creates UD QPs
+ * only)": the types from the kind's qp_types. */
+void refuse_qp_type(const rv_ops &o, unsigned t)
+{
+	static thread_local std::string verb, why;
+	const char *n = qp_type_name(t);
+	verb = n != nullptr ? std::string("ibv_create_qp(IBV_QPT_") + n + ")" : "ibv_create_qp of this type";
+	why = "this device creates";
+	for (unsigned b = 0; b < 32; b++)
+		if ((o.qp_types & (1u << b)) && qp_type_name(b) != nullptr)
+			why += std::string(" ") + qp_type_name(b);
+	why += " QPs only";
+	refuse(verb.c_str(), why.c_str());
 }
 
 /* The kernel's table of UD QP transitions (drivers/infiniband/core/
@@ -92,88 +128,312 @@ transition ud_transition(ibv_qp_state from, ibv_qp_state to)
 	return {false, 0, 0};
 }
 
-/* Every QP's index in the soft queue's table, after it changed. (dp) */
-void reindex(rv_device &d)
-{
-	for (rv_qp *qp : d.qps) {
-		if (qp == nullptr)
-			continue;
-		qp->sidx = -1;
-		for (unsigned i = 0; i < d.q.nb_qps(); i++)
-			if (d.q.qp(i)->qpn == qp->qp.qp_num)
-				qp->sidx = int(i);
-	}
-}
-
-constexpr unsigned link_wait_ms = 3000;
-
-bool privileged()
-{
-	/* Linux lets a process with CAP_NET_RAW hold a controlled Q_Key;
-	 * the effective uid 0 stands for it here. */
-	return geteuid() == 0;
-}
-
 ibv_mr *reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned access)
 {
-	rv_device *d = pd_dev(pd);
-	/* ibv_reg_mr(3): remote write or atomic needs local write. */
+	/* ibv_reg_mr(3): remote write or atomic needs local write; the range
+	 * is within max_mr_size and does not wrap. */
+	const uintptr_t lo = reinterpret_cast<uintptr_t>(addr);
 	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) ||
-	    (length != 0 && addr == nullptr)) {
+	    (length != 0 && addr == nullptr) || lo + length < lo || length > limits(pd->context).max_mr_size) {
 		errno = EINVAL;
 		return nullptr;
 	}
-	auto *m = new (std::nothrow) rv_mr{};
-	if (m == nullptr) {
-		errno = ENOMEM;
-		return nullptr;
-	}
-	std::lock_guard<std::mutex> g(d->ctl);
-	unsigned slot = 0;
-	while (slot < rv_max_mrs && d->mrs[slot] != nullptr)
-		slot++;
-	if (slot == rv_max_mrs) {
-		delete m;
-		errno = ENOMEM;
-		return nullptr;
-	}
-	const uint32_t key = (d->mr_serial++ << 12 | slot) & 0xffffffffu;
-	m->mr.context = pd->context;
-	m->mr.pd = pd;
-	m->mr.addr = addr;
-	m->mr.length = length;
-	m->mr.handle = slot;
-	m->mr.lkey = key;
-	m->mr.rkey = key;
-	m->lo = reinterpret_cast<uintptr_t>(addr);
-	m->hi = m->lo + length;
-	(void)iova;
-	__atomic_store_n(&d->mrs[slot], m, __ATOMIC_RELEASE);
-	return &m->mr;
+	return ops(pd->context).reg_mr(pd, addr, length, iova, access);
+}
+
+/* One GID table entry: EINVAL for a port or an index past the port's
+ * table, ENODATA for an empty entry (the kernel's rdma_get_gid_attr). */
+int gid_entry(ibv_context *c, uint32_t port_num, uint32_t index, ibv_gid_entry *e)
+{
+	ibv_port_attr pa;
+	if (port_num > 0xff || rv_query_port_ex(c, uint8_t(port_num), &pa, sizeof(pa)) != 0 ||
+	    index >= uint32_t(pa.gid_tbl_len))
+		return EINVAL;
+	return ops(c).query_gid(c, uint8_t(port_num), index, e);
 }
 
 } // namespace
 
+int rv_query_port_ex(ibv_context *context, uint8_t port_num, ibv_port_attr *attr, size_t len)
+{
+	if (!port_ok(context, port_num))
+		return EINVAL;
+	ibv_port_attr a;
+	memset(&a, 0, sizeof(a));
+	if (int rc = ops(context).query_port(context, port_num, &a); rc != 0)
+		return rc;
+	memcpy(attr, &a, std::min(len, sizeof(a)));
+	return 0;
+}
+
+int rv_query_device_ex(ibv_context *context, const ibv_query_device_ex_input *input, ibv_device_attr_ex *attr,
+		       size_t attr_size)
+{
+	if (input != nullptr && input->comp_mask != 0)
+		return EINVAL;
+	ibv_device_attr_ex a;
+	if (int rc = ops(context).query_device_ex(context, &a); rc != 0)
+		return rc;
+	memcpy(attr, &a, std::min(attr_size, sizeof(a)));
+	return 0;
+}
+
+ibv_qp *rv_create_qp_ex(ibv_context *context, ibv_qp_init_attr_ex *a)
+{
+	const rv_ops &o = ops(context);
+	if ((a->comp_mask & ~o.qp_init_attr_mask) != 0 ||
+	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && (a->create_flags & ~o.qp_create_flags) != 0)) {
+		refuse("ibv_create_qp_ex with send ops, XRC, RSS or create flags", "QPs with ibv_post_send only");
+		return nullptr;
+	}
+	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != context) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	return ibv_create_qp(a->pd, reinterpret_cast<ibv_qp_init_attr *>(a));
+}
+
+/* No SRQ of a kind without SRQs exists: the call is refused all the same. */
+int rv_post_srq_recv(ibv_srq *srq, ibv_recv_wr *wr, ibv_recv_wr **bad)
+{
+	const rv_ops &o = ops(srq->context);
+	if (o.post_srq_recv == nullptr) {
+		*bad = wr;
+		return EOPNOTSUPP;
+	}
+	return o.post_srq_recv(srq, wr, bad);
+}
+
+ibv_mw *rv_alloc_mw(ibv_pd *pd, ibv_mw_type type)
+{
+	const rv_ops &o = ops(pd->context);
+	if (o.alloc_mw == nullptr) {
+		refuse("ibv_alloc_mw", "memory windows are for RDMA reads and writes: UD has none");
+		return nullptr;
+	}
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	return o.alloc_mw(pd, type);
+}
+
+int rv_bind_mw(ibv_qp *qp, ibv_mw *mw, ibv_mw_bind *bind)
+{
+	const rv_ops &o = ops(qp->context);
+	return o.bind_mw == nullptr ? EOPNOTSUPP : o.bind_mw(qp, mw, bind);
+}
+
+int rv_dealloc_mw(ibv_mw *mw)
+{
+	const rv_ops &o = ops(mw->context);
+	return o.dealloc_mw == nullptr ? EOPNOTSUPP : o.dealloc_mw(mw);
+}
+
 extern "C" {
+
+/* ---- devices and contexts ---- */
+
+RV_EXPORT const char *ibv_get_device_name(ibv_device *device)
+{
+	return device->name;
+}
+RV_PIN(ibv_get_device_name);
+
+RV_EXPORT __be64 ibv_get_device_guid(ibv_device *device)
+{
+	return reinterpret_cast<rv_ibdev *>(device)->node_guid_be;
+}
+RV_PIN(ibv_get_device_guid);
+
+RV_EXPORT ibv_context *ibv_open_device(ibv_device *device)
+{
+	auto *d = reinterpret_cast<rv_ibdev *>(device);
+	const rv_ops &o = *d->ops;
+	auto *c = new (std::nothrow) rv_context{};
+	if (c == nullptr) {
+		errno = ENOMEM;
+		return nullptr;
+	}
+	c->dev = d;
+	c->ops = &o;
+	verbs_context &v = c->v;
+	v.sz = sizeof(verbs_context);
+	v.query_port = rv_query_port_ex;
+	v.query_device_ex = rv_query_device_ex;
+	v.create_qp_ex = rv_create_qp_ex;
+	ibv_context &ctx = v.context;
+	ctx.device = device;
+	ctx.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	/* The data path, straight to the kind: verbs.h's inline verbs call
+	 * these. */
+	ctx.ops.poll_cq = o.poll_cq;
+	ctx.ops.req_notify_cq = o.req_notify_cq;
+	ctx.ops.post_send = o.post_send;
+	ctx.ops.post_recv = o.post_recv;
+	ctx.ops.post_srq_recv = o.post_srq_recv != nullptr ? o.post_srq_recv : rv_post_srq_recv;
+	ctx.ops.alloc_mw = rv_alloc_mw;
+	ctx.ops.bind_mw = rv_bind_mw;
+	ctx.ops.dealloc_mw = rv_dealloc_mw;
+	ctx.cmd_fd = -1;
+	ctx.num_comp_vectors = 1;
+	if (int rc = o.query_device_ex(&ctx, &c->attr); rc != 0) {
+		delete c;
+		errno = rc;
+		return nullptr;
+	}
+	/* The async event fd: an eventfd nothing writes yet (no async event
+	 * is raised), so a program's poll() on it waits as on a quiet HCA. */
+	ctx.async_fd = eventfd(0, EFD_CLOEXEC);
+	if (ctx.async_fd < 0) {
+		int e = errno;
+		delete c;
+		errno = e;
+		return nullptr;
+	}
+	if (int rc = o.open_context(c); rc != 0) {
+		close(ctx.async_fd);
+		delete c;
+		errno = rc;
+		return nullptr;
+	}
+	pthread_mutex_init(&ctx.mutex, nullptr);
+	return &ctx;
+}
+RV_PIN(ibv_open_device);
+
+RV_EXPORT int ibv_close_device(ibv_context *context)
+{
+	rv_context *c = ctx_of(context);
+	c->ops->free_context(c);
+	close(context->async_fd);
+	pthread_mutex_destroy(&context->mutex);
+	delete c;
+	return 0;
+}
+RV_PIN(ibv_close_device);
+
+RV_EXPORT int ibv_query_device(ibv_context *context, ibv_device_attr *attr)
+{
+	ibv_device_attr_ex a;
+	if (int rc = ops(context).query_device_ex(context, &a); rc != 0)
+		return rc;
+	*attr = a.orig_attr;
+	return 0;
+}
+RV_PIN(ibv_query_device);
+
+RV_EXPORT int ibv_query_port(ibv_context *context, uint8_t port_num, _compat_ibv_port_attr *attr)
+{
+	/* The exported compat symbol: the old, shorter struct. */
+	return rv_query_port_ex(context, port_num, reinterpret_cast<ibv_port_attr *>(attr),
+				offsetof(ibv_port_attr, port_cap_flags2));
+}
+RV_PIN(ibv_query_port);
+
+RV_EXPORT int ibv_query_gid(ibv_context *context, uint8_t port_num, int index, ibv_gid *gid)
+{
+	ibv_gid_entry e;
+	const int rc = index < 0 ? EINVAL : gid_entry(context, port_num, uint32_t(index), &e);
+	if (rc == ENODATA) { /* an empty entry reads as the zero GID, as with libibverbs */
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	*gid = e.gid;
+	return 0;
+}
+RV_PIN(ibv_query_gid);
+
+RV_EXPORT int ibv_query_pkey(ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
+{
+	ibv_port_attr pa;
+	if (rv_query_port_ex(context, port_num, &pa, sizeof(pa)) != 0 || index < 0 || index >= int(pa.pkey_tbl_len)) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (int rc = ops(context).query_pkey(context, port_num, uint16_t(index), pkey); rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	return 0;
+}
+RV_PIN(ibv_query_pkey);
+
+RV_EXPORT int ibv_get_pkey_index(ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	ibv_port_attr pa;
+	if (rv_query_port_ex(context, port_num, &pa, sizeof(pa)) == 0)
+		for (int i = 0; i < int(pa.pkey_tbl_len); i++) {
+			__be16 p;
+			if (ops(context).query_pkey(context, port_num, uint16_t(i), &p) == 0 && p == pkey)
+				return i;
+		}
+	errno = EINVAL;
+	return -1;
+}
+
+/* PRIVATE_34, used by ibv_devinfo: the GID type as sysfs names it
+ * (rdma-core's enum ibv_gid_type_sysfs: 0 IB/RoCE v1, 1 RoCE v2). */
+RV_EXPORT int ibv_query_gid_type(ibv_context *context, uint8_t port_num, unsigned int index, unsigned int *type)
+{
+	ibv_gid_entry e;
+	const int rc = gid_entry(context, port_num, index, &e);
+	if (rc != 0 && rc != ENODATA) {
+		errno = rc;
+		return -1;
+	}
+	/* An empty entry: RoCE v1, as libibverbs answers. */
+	*type = rc == 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2 ? 1 : 0;
+	return 0;
+}
+
+RV_EXPORT int _ibv_query_gid_ex(ibv_context *context, uint32_t port_num, uint32_t gid_index, ibv_gid_entry *entry,
+				uint32_t flags, size_t entry_size)
+{
+	if (flags != 0 || entry_size < sizeof(ibv_gid_entry))
+		return EINVAL;
+	return gid_entry(context, port_num, gid_index, entry);
+}
+
+RV_EXPORT ssize_t _ibv_query_gid_table(ibv_context *context, ibv_gid_entry *entries, size_t max_entries,
+				       uint32_t flags, size_t entry_size)
+{
+	if (flags != 0 || entry_size < sizeof(ibv_gid_entry))
+		return -EINVAL;
+	/* Every port's valid entries, one after the other. */
+	size_t n = 0;
+	for (uint32_t p = 1; port_ok(context, p); p++) {
+		ibv_port_attr pa;
+		if (int rc = rv_query_port_ex(context, uint8_t(p), &pa, sizeof(pa)); rc != 0)
+			return -rc;
+		for (uint32_t i = 0; i < uint32_t(pa.gid_tbl_len); i++) {
+			ibv_gid_entry e;
+			if (gid_entry(context, p, i, &e) != 0)
+				continue;
+			if (n == max_entries)
+				return -EINVAL;
+			memcpy(reinterpret_cast<char *>(entries) + n * entry_size, &e, sizeof(e));
+			n++;
+		}
+	}
+	return ssize_t(n);
+}
 
 /* ---- PD ---- */
 
 RV_EXPORT ibv_pd *ibv_alloc_pd(ibv_context *context)
 {
-	auto *pd = new (std::nothrow) ibv_pd{};
-	if (pd == nullptr) {
-		errno = ENOMEM;
-		return nullptr;
-	}
-	pd->context = context;
-	return pd;
+	return ops(context).alloc_pd(context);
 }
 RV_PIN(ibv_alloc_pd);
 
 RV_EXPORT int ibv_dealloc_pd(ibv_pd *pd)
 {
-	delete pd;
-	return 0;
+	return ops(pd->context).dealloc_pd(pd);
 }
 RV_PIN(ibv_dealloc_pd);
 
@@ -195,30 +455,51 @@ RV_EXPORT ibv_mr *ibv_reg_mr_iova2(ibv_pd *pd, void *addr, size_t length, uint64
 	return reg_mr(pd, addr, length, iova, access);
 }
 
-RV_EXPORT ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *, uint64_t, size_t, uint64_t, int, int)
+RV_EXPORT ibv_mr *ibv_reg_dmabuf_mr(ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova, int fd,
+				    int access)
 {
-	refuse("ibv_reg_dmabuf_mr", "no device memory: the device is a DPDK port");
-	return nullptr;
+	const rv_ops &o = ops(pd->context);
+	if (o.reg_dmabuf_mr == nullptr) {
+		refuse("ibv_reg_dmabuf_mr", "no device memory: the device is a DPDK port");
+		return nullptr;
+	}
+	/* ibv_reg_mr(3)'s access rule, and a length within max_mr_size. */
+	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) && !(access & IBV_ACCESS_LOCAL_WRITE)) ||
+	    fd < 0 || length > limits(pd->context).max_mr_size) {
+		errno = EINVAL;
+		return nullptr;
+	}
+	return o.reg_dmabuf_mr(pd, offset, length, iova, fd, access);
 }
 
-RV_EXPORT int ibv_rereg_mr(ibv_mr *, int, ibv_pd *, void *, size_t, int)
+RV_EXPORT int ibv_rereg_mr(ibv_mr *mr, int flags, ibv_pd *pd, void *addr, size_t length, int access)
 {
-	refuse("ibv_rereg_mr", "deregister and register again");
-	return IBV_REREG_MR_ERR_INPUT;
+	const rv_ops &o = ops(mr->context);
+	if (o.rereg_mr == nullptr) {
+		refuse("ibv_rereg_mr", "deregister and register again");
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	/* As libibverbs' ibv_rereg_mr: known flags, a translation with an
+	 * address and a length, access only with IBV_REREG_MR_CHANGE_ACCESS. */
+	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) != 0 ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (addr == nullptr || length == 0)) ||
+	    (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	const int rc = o.rereg_mr(mr, flags, pd, addr, length, access);
+	if (rc == 0 && (flags & IBV_REREG_MR_CHANGE_PD))
+		mr->pd = pd;
+	if (rc == 0 && (flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		mr->addr = addr;
+		mr->length = length;
+	}
+	return rc;
 }
 
 RV_EXPORT int ibv_dereg_mr(ibv_mr *mr)
 {
-	rv_device *d = dev_of(mr->context);
-	std::lock_guard<std::mutex> g(d->ctl);
-	if (mr->handle >= rv_max_mrs || d->mrs[mr->handle] != reinterpret_cast<rv_mr *>(mr))
-		return EINVAL;
-	/* Sends in progress read the table under dp. */
-	dp_lock(*d);
-	d->mrs[mr->handle] = nullptr;
-	dp_unlock(*d);
-	delete reinterpret_cast<rv_mr *>(mr);
-	return 0;
+	return ops(mr->context).dereg_mr(mr);
 }
 RV_PIN(ibv_dereg_mr);
 
@@ -270,10 +551,10 @@ RV_EXPORT int ibv_get_cq_event(ibv_comp_channel *channel, ibv_cq **cq, void **cq
 		errno = EAGAIN;
 		return -1;
 	}
-	rv_cq *q = c->events.front();
+	ibv_cq *q = c->events.front();
 	c->events.erase(c->events.begin());
-	*cq = &q->cq;
-	*cq_context = q->cq.cq_context;
+	*cq = q;
+	*cq_context = q->cq_context;
 	return 0;
 }
 RV_PIN(ibv_get_cq_event);
@@ -292,100 +573,33 @@ RV_PIN(ibv_ack_cq_events);
 RV_EXPORT ibv_cq *ibv_create_cq(ibv_context *context, int cqe, void *cq_context, ibv_comp_channel *channel,
 				int comp_vector)
 {
-	rv_device *d = dev_of(context);
-	if (cqe < 1 || cqe > (1 << 20) || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
+	/* ibv_create_cq(3): cqe from 1 to the device's max_cqe, a vector of
+	 * the context, a channel of the same device. */
+	if (cqe < 1 || cqe > limits(context).max_cqe || comp_vector < 0 || comp_vector >= context->num_comp_vectors ||
 	    (channel != nullptr && channel->context->device != context->device)) {
 		errno = EINVAL;
 		return nullptr;
 	}
-	auto *q = new (std::nothrow) rv_cq{};
-	const uint32_t size = pow2_at_least(uint32_t(cqe) + 1);
-	ibv_wc *ring = static_cast<ibv_wc *>(calloc(size, sizeof(ibv_wc)));
-	if (q == nullptr || ring == nullptr) {
-		delete q;
-		free(ring);
-		errno = ENOMEM;
-		return nullptr;
-	}
-	q->dev = d;
-	q->ring = ring;
-	q->mask = size - 1;
-	rte_spinlock_init(&q->poll_lock);
-	q->chan = reinterpret_cast<rv_channel *>(channel);
-	q->cq.context = context;
-	q->cq.channel = channel;
-	q->cq.cq_context = cq_context;
-	q->cq.cqe = int(size - 1);
-	pthread_mutex_init(&q->cq.mutex, nullptr);
-	pthread_cond_init(&q->cq.cond, nullptr);
-	if (q->chan != nullptr) {
-		std::lock_guard<std::mutex> g(q->chan->mu);
-		q->chan->ncq++;
-		q->chan->ch.refcnt++;
-	}
-	return &q->cq;
+	return ops(context).create_cq(context, cqe, cq_context, channel, comp_vector);
 }
 RV_PIN(ibv_create_cq);
 
-RV_EXPORT int ibv_resize_cq(ibv_cq *, int)
+RV_EXPORT int ibv_resize_cq(ibv_cq *cq, int cqe)
 {
-	refuse("ibv_resize_cq", "CQs keep the size they were created with");
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(cq->context);
+	if (o.resize_cq == nullptr) {
+		refuse("ibv_resize_cq", "CQs keep the size they were created with");
+		return EOPNOTSUPP;
+	}
+	if (cqe < 1 || cqe > limits(cq->context).max_cqe)
+		return EINVAL;
+	return o.resize_cq(cq, cqe);
 }
 RV_PIN(ibv_resize_cq);
 
 RV_EXPORT int ibv_destroy_cq(ibv_cq *cq)
 {
-	auto *q = reinterpret_cast<rv_cq *>(cq);
-	rv_device *d = q->dev;
-	dp_lock(*d);
-	for (rv_qp *qp : d->qps)
-		if (qp != nullptr && (qp->scq == q || qp->rcq == q)) {
-			dp_unlock(*d);
-			return EBUSY;
-		}
-	if (q->armed.exchange(0) != 0 && q->chan != nullptr)
-		d->armed_cqs--;
-	/* Its events queued under dp and not yet posted go with it. */
-	unsigned k = 0;
-	for (unsigned i = 0; i < d->nnotify; i++)
-		if (d->notify[i] != q)
-			d->notify[k++] = d->notify[i];
-	d->nnotify = k;
-	dp_unlock(*d);
-	/* and those another thread is posting right now are waited for. */
-	while (d->events_in_flight.load(std::memory_order_acquire) != 0)
-		sched_yield();
-	uint32_t reported = 0;
-	if (q->chan != nullptr) {
-		/* Its events not yet read go with it (the kernel does the
-		 * same); each takes its count off the eventfd. */
-		std::lock_guard<std::mutex> g(q->chan->mu);
-		for (auto it = q->chan->events.begin(); it != q->chan->events.end();)
-			if (*it == q) {
-				uint64_t v;
-				if (read(q->chan->ch.fd, &v, sizeof(v)) != sizeof(v))
-					break;
-				it = q->chan->events.erase(it);
-				q->events_reported--;
-			} else {
-				++it;
-			}
-		reported = q->events_reported;
-		q->chan->ncq--;
-		q->chan->ch.refcnt--;
-	}
-	/* As libibverbs: wait until every event reported was acknowledged
-	 * (ibv_ack_cq_events(3)). */
-	pthread_mutex_lock(&cq->mutex);
-	while (cq->comp_events_completed != reported)
-		pthread_cond_wait(&cq->cond, &cq->mutex);
-	pthread_mutex_unlock(&cq->mutex);
-	pthread_mutex_destroy(&cq->mutex);
-	pthread_cond_destroy(&cq->cond);
-	free(q->ring);
-	delete q;
-	return 0;
+	return ops(cq->context).destroy_cq(cq);
 }
 RV_PIN(ibv_destroy_cq);
 
@@ -393,262 +607,77 @@ RV_PIN(ibv_destroy_cq);
 
 RV_EXPORT ibv_qp *ibv_create_qp(ibv_pd *pd, ibv_qp_init_attr *a)
 {
-	rv_device *d = pd_dev(pd);
-	if (a->qp_type != IBV_QPT_UD) {
-		refuse(a->qp_type == IBV_QPT_RC	  ? "ibv_create_qp(IBV_QPT_RC)"
-		       : a->qp_type == IBV_QPT_UC ? "ibv_create_qp(IBV_QPT_UC)"
-						  : "ibv_create_qp of this type",
-		       "rdgram-verbs offers UD QPs only");
+	ibv_context *c = pd->context;
+	const rv_ops &o = ops(c);
+	if (unsigned(a->qp_type) >= 32 || !(o.qp_types & (1u << a->qp_type))) {
+		refuse_qp_type(o, unsigned(a->qp_type));
 		return nullptr;
 	}
-	if (a->srq != nullptr || a->send_cq == nullptr || a->recv_cq == nullptr ||
-	    a->send_cq->context->device != pd->context->device || a->recv_cq->context->device != pd->context->device ||
-	    a->cap.max_send_wr > 16384 || a->cap.max_recv_wr > 16384 || a->cap.max_send_sge > rv_max_send_sge ||
-	    a->cap.max_recv_sge > rv_max_recv_sge || a->cap.max_inline_data > 4096) {
+	/* ibv_create_qp(3): CQs (and an SRQ) of this device, caps within what
+	 * ibv_query_device(3) reports (max_qp_wr, max_sge) and the kind's
+	 * inline limit. */
+	const ibv_device_attr &lim = limits(c);
+	if (a->send_cq == nullptr || a->recv_cq == nullptr || a->send_cq->context->device != c->device ||
+	    a->recv_cq->context->device != c->device ||
+	    (a->srq != nullptr && (o.create_srq == nullptr || a->srq->context->device != c->device)) ||
+	    a->cap.max_send_wr > uint32_t(lim.max_qp_wr) || a->cap.max_recv_wr > uint32_t(lim.max_qp_wr) ||
+	    a->cap.max_send_sge > uint32_t(lim.max_sge) || a->cap.max_recv_sge > uint32_t(lim.max_sge) ||
+	    a->cap.max_inline_data > o.max_inline_data) {
 		errno = EINVAL;
 		return nullptr;
 	}
-	auto *qp = new (std::nothrow) rv_qp{};
-	const uint32_t rq_size = pow2_at_least(std::max(a->cap.max_recv_wr, 1u));
-	const uint32_t sq_size = pow2_at_least(std::max(a->cap.max_send_wr, 1u));
-	rv_recv *rq = static_cast<rv_recv *>(calloc(rq_size, sizeof(rv_recv)));
-	auto *sq = static_cast<rv_qp::pending *>(calloc(sq_size, sizeof(rv_qp::pending)));
-	if (qp == nullptr || rq == nullptr || sq == nullptr) {
-		delete qp;
-		free(rq);
-		free(sq);
-		errno = ENOMEM;
-		return nullptr;
-	}
-	qp->dev = d;
-	qp->scq = reinterpret_cast<rv_cq *>(a->send_cq);
-	qp->rcq = reinterpret_cast<rv_cq *>(a->recv_cq);
-	qp->rq = rq;
-	qp->rq_mask = rq_size - 1;
-	qp->sq = sq;
-	qp->sq_mask = sq_size - 1;
-	rte_spinlock_init(&qp->rq_lock);
-	/* What the QP really has, reported back as the man page says. */
-	a->cap.max_recv_wr = rq_size;
-	a->cap.max_send_wr = sq_size;
-	a->cap.max_send_sge = std::max(a->cap.max_send_sge, 1u);
-	a->cap.max_recv_sge = std::max(a->cap.max_recv_sge, 1u);
-	/* Every send is copied at post time, so any payload up to the MTU
-	 * could be "inline"; 256 bytes is what rxe reports by default. */
-	a->cap.max_inline_data = std::max(a->cap.max_inline_data, 256u);
-	qp->cap = a->cap;
-	qp->sq_sig_all = a->sq_sig_all != 0;
-	qp->qp.context = pd->context;
-	qp->qp.qp_context = a->qp_context;
-	qp->qp.pd = pd;
-	qp->qp.send_cq = a->send_cq;
-	qp->qp.recv_cq = a->recv_cq;
-	qp->qp.srq = nullptr;
-	qp->qp.state = IBV_QPS_RESET;
-	qp->qp.qp_type = IBV_QPT_UD;
-	pthread_mutex_init(&qp->qp.mutex, nullptr);
-	pthread_cond_init(&qp->qp.cond, nullptr);
-	{
-		std::lock_guard<std::mutex> g(d->ctl);
-		dp_lock(*d);
-		unsigned slot = 0;
-		while (slot < soft::soft_queue::max_qps && d->qps[slot] != nullptr)
-			slot++;
-		if (slot == soft::soft_queue::max_qps) {
-			dp_unlock(*d);
-			free(rq);
-			free(sq);
-			delete qp;
-			errno = ENOMEM;
-			return nullptr;
-		}
-		/* The QPN's low bits are its slot: the receive path finds the
-		 * QP without a search. QPNs 0 and 1 are the IB special QPs. */
-		qp->qp.qp_num = (d->next_qpn_serial++ << 3 | slot) & 0xffffff;
-		if (qp->qp.qp_num < 8)
-			qp->qp.qp_num = (d->next_qpn_serial++ << 3 | slot) & 0xffffff;
-		d->qps[slot] = qp;
-		dp_unlock(*d);
-	}
-	return &qp->qp;
+	return o.create_qp(pd, a);
 }
 RV_PIN(ibv_create_qp);
 
-ibv_qp *rv_create_qp_ex(ibv_context *context, ibv_qp_init_attr_ex *a)
-{
-	if (a->comp_mask & ~uint32_t(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
-	    ((a->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && a->create_flags != 0)) {
-		refuse("ibv_create_qp_ex with send ops, XRC, RSS or create flags", "UD QPs with ibv_post_send only");
-		return nullptr;
-	}
-	if (!(a->comp_mask & IBV_QP_INIT_ATTR_PD) || a->pd == nullptr || a->pd->context != context) {
-		errno = EINVAL;
-		return nullptr;
-	}
-	return ibv_create_qp(a->pd, reinterpret_cast<ibv_qp_init_attr *>(a));
-}
-
 RV_EXPORT int ibv_modify_qp(ibv_qp *q, ibv_qp_attr *attr, int mask)
 {
-	auto *qp = reinterpret_cast<rv_qp *>(q);
-	rv_device *d = qp->dev;
-	std::lock_guard<std::mutex> g(d->ctl);
+	ibv_context *c = q->context;
 	const ibv_qp_state cur = q->state;
 	if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur)
 		return EINVAL;
 	const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
-	if (next > IBV_QPS_ERR)
+	if (next > IBV_QPS_ERR || q->qp_type != IBV_QPT_UD)
 		return EINVAL;
+	/* The IBA's state machine (IBA 10.3.1): the transition exists, with
+	 * the attributes it requires and none it does not take. */
 	const transition t = ud_transition(cur, next);
 	if (!t.valid || (mask & t.req) != t.req || (mask & ~(t.req | t.opt | IBV_QP_STATE)) != 0)
 		return EINVAL;
-	if ((mask & IBV_QP_PORT) && attr->port_num != 1)
+	if ((mask & IBV_QP_PORT) && !port_ok(c, attr->port_num))
 		return EINVAL;
-	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0)
+	if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index >= limits(c).max_pkeys)
 		return EINVAL;
-	if ((mask & IBV_QP_QKEY) && (attr->qkey & soft::qkey_controlled) && !privileged())
+	if ((mask & IBV_QP_QKEY) && (attr->qkey & qkey_controlled) && !privileged())
 		return EPERM;
-	dp_lock(*d);
-	if (mask & IBV_QP_QKEY)
-		qp->qkey = attr->qkey;
-	if (mask & IBV_QP_PKEY_INDEX)
-		qp->pkey_index = attr->pkey_index;
-	if (mask & IBV_QP_PORT)
-		qp->port = attr->port_num;
-	if (mask & IBV_QP_SQ_PSN)
-		qp->sq_psn = attr->sq_psn & 0xffffff;
-	int rc = 0;
-	if (next == IBV_QPS_RESET) {
-		/* RESET discards the posted receives, without completions. */
-		qp->rq_tail.store(qp->rq_head.load(std::memory_order_acquire), std::memory_order_release);
-		flush_sends(*qp, false);
-		if (qp->sidx >= 0) {
-			d->q.remove_qp(q->qp_num);
-			reindex(*d);
-		}
-		qp->mcast.clear();
-	} else if (next == IBV_QPS_ERR) {
-		flush_recvs(*qp);
-		flush_sends(*qp, true);
-	}
-	if (next != IBV_QPS_RESET) {
-		if (qp->sidx < 0) {
-			rc = d->q.add_qp(q->qp_num, qp->qkey, privileged());
-			if (rc == 0)
-				reindex(*d);
-		} else {
-			d->q.qp(unsigned(qp->sidx))->qkey = qp->qkey;
-		}
-		if (rc == 0 && (mask & IBV_QP_SQ_PSN))
-			d->q.qp(unsigned(qp->sidx))->psn = qp->sq_psn;
-	}
-	if (rc == 0)
-		q->state = next;
-	dp_unlock(*d);
-	return rc;
+	return ops(c).modify_qp(q, attr, mask);
 }
 RV_PIN(ibv_modify_qp);
 
-RV_EXPORT int ibv_query_qp(ibv_qp *q, ibv_qp_attr *attr, int, ibv_qp_init_attr *init)
+RV_EXPORT int ibv_query_qp(ibv_qp *q, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init)
 {
-	auto *qp = reinterpret_cast<rv_qp *>(q);
-	memset(attr, 0, sizeof(*attr));
-	attr->qp_state = q->state;
-	attr->cur_qp_state = q->state;
-	attr->path_mtu = qp->dev->mtu_enum;
-	attr->qkey = qp->qkey;
-	attr->sq_psn = qp->sq_psn;
-	attr->pkey_index = qp->pkey_index;
-	attr->port_num = qp->port;
-	attr->cap = qp->cap;
-	if (init != nullptr) {
-		memset(init, 0, sizeof(*init));
-		init->qp_context = q->qp_context;
-		init->send_cq = q->send_cq;
-		init->recv_cq = q->recv_cq;
-		init->cap = qp->cap;
-		init->qp_type = IBV_QPT_UD;
-		init->sq_sig_all = qp->sq_sig_all;
-	}
-	return 0;
+	return ops(q->context).query_qp(q, attr, mask, init);
 }
 RV_PIN(ibv_query_qp);
 
 RV_EXPORT int ibv_destroy_qp(ibv_qp *q)
 {
-	auto *qp = reinterpret_cast<rv_qp *>(q);
-	rv_device *d = qp->dev;
-	{
-		std::lock_guard<std::mutex> g(d->ctl);
-		for (const ibv_gid &gr : qp->mcast) {
-			wire::gid w;
-			memcpy(w.raw, gr.raw, 16);
-			d->dev.leave_mcast(w);
-		}
-		dp_lock(*d);
-		flush_sends(*qp, false);
-		if (qp->sidx >= 0) {
-			d->q.remove_qp(q->qp_num);
-			qp->sidx = -1;
-		}
-		d->qps[q->qp_num & (soft::soft_queue::max_qps - 1)] = nullptr;
-		reindex(*d);
-		dp_unlock(*d);
-	}
-	pthread_mutex_destroy(&q->mutex);
-	pthread_cond_destroy(&q->cond);
-	free(qp->rq);
-	free(qp->sq);
-	delete qp;
-	return 0;
+	return ops(q->context).destroy_qp(q);
 }
 RV_PIN(ibv_destroy_qp);
 
-RV_EXPORT int ibv_attach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t)
+RV_EXPORT int ibv_attach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t lid)
 {
-	auto *qp = reinterpret_cast<rv_qp *>(q);
-	rv_device *d = qp->dev;
-	wire::gid g;
-	memcpy(g.raw, gid->raw, 16);
-	if (!g.is_multicast())
+	/* ibv_attach_mcast(3): a multicast GID (ff00::/8), to a UD QP. */
+	if (gid->raw[0] != 0xff || q->qp_type != IBV_QPT_UD)
 		return EINVAL;
-	std::lock_guard<std::mutex> lg(d->ctl);
-	dp_lock(*d);
-	int rc = qp->sidx < 0 ? EINVAL : d->q.attach_mcast(q->qp_num, g);
-	dp_unlock(*d);
-	if (rc != 0)
-		return rc;
-	/* The IGMP/MLD report, as the kernel's IP stack sends it for rxe. */
-	if (int e = d->dev.join_mcast(g); e != 0 && e != ENOBUFS) {
-		dp_lock(*d);
-		d->q.detach_mcast(q->qp_num, g);
-		dp_unlock(*d);
-		return e;
-	}
-	qp->mcast.push_back(*gid);
-	return 0;
+	return ops(q->context).attach_mcast(q, gid, lid);
 }
 RV_PIN(ibv_attach_mcast);
 
-RV_EXPORT int ibv_detach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t)
+RV_EXPORT int ibv_detach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t lid)
 {
-	auto *qp = reinterpret_cast<rv_qp *>(q);
-	rv_device *d = qp->dev;
-	wire::gid g;
-	memcpy(g.raw, gid->raw, 16);
-	std::lock_guard<std::mutex> lg(d->ctl);
-	dp_lock(*d);
-	int rc = d->q.detach_mcast(q->qp_num, g);
-	dp_unlock(*d);
-	if (rc != 0)
-		return rc;
-	d->dev.leave_mcast(g);
-	for (auto it = qp->mcast.begin(); it != qp->mcast.end(); ++it)
-		if (memcmp(it->raw, gid->raw, 16) == 0) {
-			qp->mcast.erase(it);
-			break;
-		}
-	return 0;
+	return ops(q->context).detach_mcast(q, gid, lid);
 }
 RV_PIN(ibv_detach_mcast);
 
@@ -668,7 +697,6 @@ RV_EXPORT int ibv_query_qp_data_in_order(ibv_qp *, enum ibv_wr_opcode, uint32_t)
 
 RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *user_attr)
 {
-	rv_device *d = pd_dev(pd);
 	/* The flow label is 20 bits; Linux takes the rest of the field without
 	 * a word (uverbs copies it, RoCE's UDP source port uses the low 20
 	 * bits: rdma_flow_label_to_udp_sport). UCX's UD transport passes
@@ -677,105 +705,20 @@ RV_EXPORT ibv_ah *ibv_create_ah(ibv_pd *pd, ibv_ah_attr *user_attr)
 	 * rdgram_create_ah stays strict; here the verbs meaning applies. */
 	ibv_ah_attr a = *user_attr;
 	a.grh.flow_label &= 0xfffff;
-	ibv_ah_attr *attr = &a;
-	auto *ah = new (std::nothrow) rv_ah{};
-	if (ah == nullptr) {
-		errno = ENOMEM;
-		return nullptr;
-	}
-	/* A port whose link is not up yet (a net_memif pair still
-	 * connecting on the EAL's interrupt thread) would lose the ARP/ND
-	 * requests: resolution starts once it is up, or after link_wait. */
-	const auto link_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(link_wait_ms);
-	for (;;) {
-		rte_eth_link l{};
-		if (rte_eth_link_get_nowait(d->port_id, &l) != 0 || l.link_status == RTE_ETH_LINK_UP ||
-		    std::chrono::steady_clock::now() > link_deadline)
-			break;
-		std::this_thread::sleep_for(std::chrono::milliseconds(1));
-	}
-	std::unique_lock<std::mutex> g(d->ctl);
-	int rc = d->dev.prepare_ah(*attr);
-	if (rc == EINPROGRESS) {
-		/* The neighbour is being resolved: the ARP/ND exchange needs
-		 * the port's receive path and the device's control work, which
-		 * this thread drives (and the service thread too, for programs
-		 * that create AHs from several threads). Bounded by the
-		 * device's own retries, plus slack. */
-		const auto deadline = std::chrono::steady_clock::now() +
-				      std::chrono::milliseconds(uint64_t(d->cfg.neigh_retries + 1) *
-								d->cfg.neigh_retry_ms + 500);
-		d->ah_waiters++;
-		service_wake();
-		while (rc == EINPROGRESS) {
-			g.unlock();
-			if (dp_trylock(*d)) {
-				progress(*d);
-				dp_unlock(*d);
-			}
-			std::this_thread::sleep_for(std::chrono::microseconds(20));
-			g.lock();
-			d->dev.poll(rte_get_tsc_cycles());
-			rc = d->dev.prepare_ah(*attr);
-			if (rc == EINPROGRESS && std::chrono::steady_clock::now() > deadline)
-				rc = ETIMEDOUT;
-		}
-		d->ah_waiters--;
-	}
-	if (rc != 0) {
-		delete ah;
-		errno = rc;
-		return nullptr;
-	}
-	int err = 0;
-	dp_lock(*d);
-	ah->h = d->dev.create_ah(*attr, &err);
-	dp_unlock(*d);
-	if (err != 0) {
-		delete ah;
-		errno = err;
-		return nullptr;
-	}
-	ah->dev = d;
-	ah->loop = false;
-	for (const auto &gg : d->gids)
-		ah->loop |= memcmp(gg.raw, attr->grh.dgid.raw, 16) == 0;
-	ah->ah.context = pd->context;
-	ah->ah.pd = pd;
-	ah->ah.handle = ah->h.slot;
-	return &ah->ah;
+	return ops(pd->context).create_ah(pd, &a);
 }
 RV_PIN(ibv_create_ah);
 
-RV_EXPORT int ibv_destroy_ah(ibv_ah *a)
+RV_EXPORT int ibv_destroy_ah(ibv_ah *ah)
 {
-	auto *ah = reinterpret_cast<rv_ah *>(a);
-	rv_device *d = ah->dev;
-	std::lock_guard<std::mutex> g(d->ctl);
-	/* The slot is reused at once (no grace period: every reader of the
-	 * AH table holds dp). */
-	dp_lock(*d);
-	int rc = d->dev.destroy_ah(ah->h);
-	dp_unlock(*d);
-	if (rc == 0)
-		delete ah;
-	return rc;
+	return ops(ah->context).destroy_ah(ah);
 }
 RV_PIN(ibv_destroy_ah);
 
 RV_EXPORT int ibv_init_ah_from_wc(ibv_context *context, uint8_t port_num, ibv_wc *wc, ibv_grh *grh,
 				  ibv_ah_attr *ah_attr)
 {
-	rv_device *d = dev_of(context);
-	gid_index gi;
-	gi.build(d->gids);
-	recv_wc r{};
-	r.slid = wc->slid;
-	r.sl = wc->sl;
-	r.dlid_path_bits = wc->dlid_path_bits;
-	r.wc_flags = (wc->wc_flags & IBV_WC_GRH) ? wc_grh : 0;
-	r.l3 = l3_type::ib_grh; /* not reported: the bytes decide */
-	return init_ah_from_wc(d->dev.port(), gi, port_num, r, grh, ah_attr);
+	return ops(context).init_ah_from_wc(context, port_num, wc, grh, ah_attr);
 }
 
 RV_EXPORT ibv_ah *ibv_create_ah_from_wc(ibv_pd *pd, ibv_wc *wc, ibv_grh *grh, uint8_t port_num)
@@ -786,41 +729,50 @@ RV_EXPORT ibv_ah *ibv_create_ah_from_wc(ibv_pd *pd, ibv_wc *wc, ibv_grh *grh, ui
 	return ibv_create_ah(pd, &a);
 }
 
-/* ---- what a UD-only device without SRQs or memory windows refuses ---- */
+/* ---- SRQs, ECE, and what no device here offers (imports) ---- */
 
-RV_EXPORT ibv_srq *ibv_create_srq(ibv_pd *, ibv_srq_init_attr *)
+RV_EXPORT ibv_srq *ibv_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr)
 {
-	refuse("ibv_create_srq", "no shared receive queues: post receives to each UD QP");
-	return nullptr;
+	const rv_ops &o = ops(pd->context);
+	if (o.create_srq == nullptr) {
+		refuse("ibv_create_srq", "no shared receive queues: post receives to each UD QP");
+		return nullptr;
+	}
+	return o.create_srq(pd, attr);
 }
 RV_PIN(ibv_create_srq);
 
-RV_EXPORT int ibv_modify_srq(ibv_srq *, ibv_srq_attr *, int)
+RV_EXPORT int ibv_modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(srq->context);
+	return o.modify_srq == nullptr ? EOPNOTSUPP : o.modify_srq(srq, attr, mask);
 }
 RV_PIN(ibv_modify_srq);
 
-RV_EXPORT int ibv_query_srq(ibv_srq *, ibv_srq_attr *)
+RV_EXPORT int ibv_query_srq(ibv_srq *srq, ibv_srq_attr *attr)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(srq->context);
+	return o.query_srq == nullptr ? EOPNOTSUPP : o.query_srq(srq, attr);
 }
 RV_PIN(ibv_query_srq);
 
-RV_EXPORT int ibv_destroy_srq(ibv_srq *)
+RV_EXPORT int ibv_destroy_srq(ibv_srq *srq)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(srq->context);
+	return o.destroy_srq == nullptr ? EOPNOTSUPP : o.destroy_srq(srq);
 }
 RV_PIN(ibv_destroy_srq);
 
-RV_EXPORT int ibv_query_ece(ibv_qp *, ibv_ece *)
+RV_EXPORT int ibv_query_ece(ibv_qp *qp, ibv_ece *ece)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(qp->context);
+	return o.query_ece == nullptr ? EOPNOTSUPP : o.query_ece(qp, ece);
 }
 
-RV_EXPORT int ibv_set_ece(ibv_qp *, ibv_ece *)
+RV_EXPORT int ibv_set_ece(ibv_qp *qp, ibv_ece *ece)
 {
-	return EOPNOTSUPP;
+	const rv_ops &o = ops(qp->context);
+	return o.set_ece == nullptr ? EOPNOTSUPP : o.set_ece(qp, ece);
 }
 
 RV_EXPORT ibv_context *ibv_import_device(int)
@@ -854,25 +806,3 @@ RV_EXPORT ibv_dm *ibv_import_dm(ibv_context *, uint32_t)
 RV_EXPORT void ibv_unimport_dm(ibv_dm *) {}
 
 } /* extern "C" */
-
-int rv_post_srq_recv(ibv_srq *, ibv_recv_wr *wr, ibv_recv_wr **bad)
-{
-	*bad = wr;
-	return EOPNOTSUPP;
-}
-
-ibv_mw *rv_alloc_mw(ibv_pd *, ibv_mw_type)
-{
-	refuse("ibv_alloc_mw", "memory windows are for RDMA reads and writes: UD has none");
-	return nullptr;
-}
-
-int rv_bind_mw(ibv_qp *, ibv_mw *, ibv_mw_bind *)
-{
-	return EOPNOTSUPP;
-}
-
-int rv_dealloc_mw(ibv_mw *)
-{
-	return EOPNOTSUPP;
-}

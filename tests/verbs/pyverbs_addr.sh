@@ -4,10 +4,11 @@
 # python3-pyverbs, on an rdgram-verbs device. The tests are not packaged:
 # ../shared/third_party/rdma-core-tests-v44.0 holds them beside the clone.
 #   pyverbs_addr.sh RDGRAM_VERBS SOURCE_ROOT
+# ($RDMA_CORE_TESTS, when set, is where the suite is.)
 set -u
 . "$(dirname "$0")/lib.sh"
 verbs_setup "$1"
-suite=$2/../shared/third_party/rdma-core-tests-v44.0
+suite=${RDMA_CORE_TESTS:-$2/../shared/third_party/rdma-core-tests-v44.0}
 [ -f "$suite/tests/test_addr.py" ] || { echo "SKIP: $suite/tests/test_addr.py is absent (rdma-core's tests are not packaged)"; exit 77; }
 /usr/bin/python3 -c 'import pyverbs' 2>/dev/null || { echo "SKIP: python3-pyverbs missing"; exit 77; }
 cat >"$tmp/one.toml" <<EOT

@@ -15,7 +15,10 @@ Each check names the man page or spec it follows:
   header), byte_len, src_qp, IBV_WC_GRH and immediate data;
   ibv_create_ah_from_wc(3) from it, and the reply arrives;
 - an armed CQ raises one event (ibv_req_notify_cq(3), ibv_get_cq_event(3));
-- ibv_create_qp(3) of type RC: EOPNOTSUPP.
+- ibv_create_qp(3) of type RC: EOPNOTSUPP;
+- the limits ibv_query_device(3) advertises hold: a CQ, QP and MR within
+  them is created, one past them is EINVAL; a receive scatters over every
+  SGE it posted; phys_port_cnt_ex equals phys_port_cnt.
 Prints 'N passed, N failed'."""
 import errno
 import fcntl
@@ -181,6 +184,59 @@ qp.post_send(swr)
 late = poll(cq, 1, 0.3)
 check(len(late) == 0, "a datagram with another Q_Key is not delivered (IBA 10.2.5)"
       + "".join(f" [got wr_id {w.wr_id} opcode {w.opcode} status {w.status}]" for w in late))
+
+# --- the limits ibv_query_device(3) advertises are honoured ---
+dev = ctx.query_device()
+dex = ctx.query_device_ex()
+check(dex.phys_port_cnt_ex == dev.phys_port_cnt == 1,
+      f"ibv_query_device_ex: phys_port_cnt_ex {dex.phys_port_cnt_ex} == phys_port_cnt {dev.phys_port_cnt}")
+check(dev.max_sge >= 2, f"max_sge {dev.max_sge}")
+with CQ(ctx, dev.max_cqe) as big:
+    check(big.cqe >= dev.max_cqe, f"ibv_create_cq with max_cqe ({dev.max_cqe}): created, cqe {big.cqe}")
+raises(lambda: CQ(ctx, dev.max_cqe + 1), (errno.EINVAL,), "ibv_create_cq above max_cqe: EINVAL")
+with MR(pd, 1 << 20, e.IBV_ACCESS_LOCAL_WRITE) as m:
+    check(m.length == 1 << 20, "ibv_reg_mr of 1 MiB (max_mr_size %#x)" % dev.max_mr_size)
+bcq = CQ(ctx, 64)
+maxcap = QPCap(max_send_wr=dev.max_qp_wr, max_recv_wr=dev.max_qp_wr, max_send_sge=dev.max_sge,
+               max_recv_sge=dev.max_sge)
+bqp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=bcq, rcq=bcq, cap=maxcap))
+_, binit = bqp.query(e.IBV_QP_CAP)
+check(binit.cap.max_recv_sge >= dev.max_sge and binit.cap.max_send_sge >= dev.max_sge and
+      binit.cap.max_recv_wr >= dev.max_qp_wr and binit.cap.max_send_wr >= dev.max_qp_wr,
+      f"ibv_create_qp(UD) with max_qp_wr {dev.max_qp_wr} WRs and max_sge {dev.max_sge} SGEs each way: created")
+for what, field in (("max_send_sge", "max_sge"), ("max_recv_sge", "max_sge"),
+                    ("max_send_wr", "max_qp_wr"), ("max_recv_wr", "max_qp_wr")):
+    over = QPCap(max_send_wr=1, max_recv_wr=1, max_send_sge=1, max_recv_sge=1)
+    setattr(over, what, getattr(dev, field) + 1)
+    raises(lambda: QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=bcq, rcq=bcq, cap=over)), (errno.EINVAL,),
+           f"ibv_create_qp(UD) with {what} = {field} + 1: EINVAL")
+bqp.modify(a, e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT | e.IBV_QP_QKEY)
+bqp.modify(r, e.IBV_QP_STATE)
+bqp.modify(rts, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+# A receive of max_sge SGEs: the 40-byte GRH area, then 4 bytes in each
+# of the others, placed in reverse order within the MR; the send gathers the
+# payload from 4 SGEs.
+chunk = 4
+nsg = dev.max_sge
+plen = (nsg - 1) * chunk
+payload = bytes((i * 7 + 3) & 0xff for i in range(plen))
+mr.write(b"\0" * 4096, 4096, 4096)
+mr.write(payload, plen, 0)
+rsg = [SGE(mr.buf + 4096, 40, mr.lkey)]
+offs = [4096 + 40 + (nsg - 2 - i) * 16 for i in range(nsg - 1)]
+rsg += [SGE(mr.buf + o, chunk, mr.lkey) for o in offs]
+bqp.post_recv(RecvWR(wr_id=300, num_sge=nsg, sg=rsg))
+q = plen // 4
+ssg = [SGE(mr.buf + i * q, q if i < 3 else plen - 3 * q, mr.lkey) for i in range(4)]
+swr = SendWR(wr_id=12, opcode=e.IBV_WR_SEND, num_sge=4, sg=ssg, send_flags=0)
+swr.set_wr_ud(own4, bqp.qp_num, QKEY)
+bqp.post_send(swr)
+got = poll(bcq, 1)
+check(len(got) == 1 and got[0].status == 0 and got[0].byte_len == 40 + plen,
+      f"a receive of {nsg} SGEs completes: byte_len 40 + {plen}"
+      + "".join(f" [status {w.status} byte_len {w.byte_len}]" for w in got))
+scattered = b"".join(mr.read(chunk, o) for o in offs)
+check(scattered == payload, f"... and the payload is scattered over all {nsg - 1} data SGEs, in order")
 
 # --- completion channel ---
 ch = CompChannel(ctx)
