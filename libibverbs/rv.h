@@ -35,6 +35,7 @@
 
 #include "rdgram/tsan.h"
 #include "rv_config.h"
+#include "soft_port.h"
 #include "rv_ops.h"
 #include "soft_datapath.h"
 #include "soft_device.h"
@@ -160,14 +161,16 @@ inline constexpr size_t rv_gid_tbl_len = 16;
 struct rv_device {
 	rv_ibdev ib; /* must be first: the ibv_device */
 	rv_port_config cfg;
-	uint16_t port_id = 0;
-	bool probed = false;
+	/* The DPDK port and the soft device on it (soft_port.h); its queue is
+	 * q below, next to the data path's other state. */
+	soft::port port;
+	uint16_t port_id = 0; /* port.port_id() */
 	rte_ether_addr mac{};
 	std::vector<wire::gid> gids; /* index = sgid_index; 0 is link-local */
 	uint64_t guid_be = 0;        /* EUI-64 of the MAC, network order */
 	ibv_mtu mtu_enum = IBV_MTU_1024;
 
-	soft::soft_device dev;
+	soft::soft_device &dev = port.device();
 	soft::soft_queue q;
 	bool queue_up = false;
 	rte_spinlock_t dp; /* the soft queue, qps[], CQ production */

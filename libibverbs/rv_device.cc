@@ -151,135 +151,31 @@ void close_port(rv_device &d)
 		d.dev.destroy_queue(d.q);
 		d.queue_up = false;
 	}
-	/* The port goes before the pool its queues hold mbufs of
-	 * (soft_device::close frees that pool). */
-	if (rte_eth_dev_is_valid_port(d.port_id)) {
-		rte_eth_dev_info info;
-		rte_device *rd = rte_eth_dev_info_get(d.port_id, &info) == 0 ? info.device : nullptr;
-		rte_eth_dev_stop(d.port_id);
-		rte_eth_dev_close(d.port_id);
-		if (d.probed && rd != nullptr)
-			rte_dev_remove(rd);
-	}
-	d.probed = false;
-	/* Every mbuf back: the port's queues gave theirs back at close, and
-	 * what waits in the control rings goes back with dev.close(). */
+	/* The port goes first (soft::port::stop), then, every mbuf counted
+	 * back (the port's queues gave theirs back at close, and what waits in
+	 * the control rings goes back with the device), the device and its
+	 * pool. */
+	d.port.stop();
 	if (rte_mempool *mp = d.dev.mempool(); mp != nullptr) {
 		const unsigned out = mp->size - rte_mempool_avail_count(mp) - d.dev.control_frames();
 		if (out != 0)
 			logf("port %s: %u mbufs not back in the pool at close", d.cfg.name.c_str(), out);
 	}
-	d.dev.close();
+	d.port.close();
 }
 
-/* Two programs that open their devices at the same moment, one at each
- * end of a net_memif pair (ucx_perftest's server and client both do, right
- * after their TCP handshake), race in DPDK 22.11's memif PMD
- * (drivers/net/memif/memif_socket.c):
- *   - the server's PMD listens on its socket from its probe but takes a
- *     client only once its port is started; a client whose INIT arrives in
- *     between is sent away ("ID 0 not found"), and a client never
- *     connects again by itself: its link stays down for good;
- *   - a client whose start finds no socket yet fails (EPERM).
- * The server's side: the EAL's interrupt thread, which runs the PMD's
- * socket handlers, is held in an alarm callback from before the probe until
- * the port is started, so a client's INIT is read only then. The client's
- * side: its start is tried again for memif_client_wait_ms before the port
- * is given up. */
-constexpr unsigned memif_client_wait_ms = 3000;
-
-bool is_memif(const rv_port_config &pc, bool server)
-{
-	return pc.devargs.rfind("net_memif", 0) == 0 &&
-	       (pc.devargs.find("role=server") != std::string::npos) == server;
-}
-
-/* Holding the EAL's interrupt thread: a callback of its, on an eventfd of
- * ours, that waits until released (not an alarm: the alarm list is the
- * EAL's to run, stop_all closes the ports through it). */
-struct intr_hold {
-	std::mutex mu;
-	std::condition_variable cv;
-	bool entered = false, released = false, exited = false;
-	int efd = -1;
-	rte_intr_handle *ih = nullptr;
-};
-
-void intr_hold_cb(void *arg)
-{
-	auto *h = static_cast<intr_hold *>(arg);
-	uint64_t v;
-	ssize_t r = read(h->efd, &v, sizeof(v));
-	(void)r;
-	std::unique_lock<std::mutex> l(h->mu);
-	h->entered = true;
-	h->cv.notify_all();
-	h->cv.wait(l, [h] { return h->released; });
-	h->exited = true;
-	h->cv.notify_all();
-}
-
-void free_intr_hold(intr_hold *h)
-{
-	if (h->ih != nullptr)
-		rte_intr_instance_free(h->ih);
-	if (h->efd >= 0)
-		close(h->efd);
-	delete h;
-}
-
-/* The interrupt thread held (nullptr when it could not be). */
-intr_hold *hold_intr_thread()
-{
-	auto *h = new intr_hold;
-	h->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	h->ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
-	if (h->efd < 0 || h->ih == nullptr || rte_intr_fd_set(h->ih, h->efd) != 0 ||
-	    rte_intr_type_set(h->ih, RTE_INTR_HANDLE_EXT) != 0 ||
-	    rte_intr_callback_register(h->ih, intr_hold_cb, h) != 0) {
-		free_intr_hold(h);
-		return nullptr;
-	}
-	const uint64_t one = 1;
-	ssize_t w = write(h->efd, &one, sizeof(one));
-	(void)w;
-	std::unique_lock<std::mutex> l(h->mu);
-	h->cv.wait_for(l, std::chrono::seconds(1), [h] { return h->entered; });
-	return h;
-}
-
-void release_intr_thread(intr_hold *h)
-{
-	if (h == nullptr)
-		return;
-	std::unique_lock<std::mutex> l(h->mu);
-	h->released = true;
-	h->cv.notify_all();
-	/* The callback's last touch of h is the unlock after exited: waited
-	 * for here under h->mu, an order ThreadSanitizer sees (the EAL's own,
-	 * under its inline-asm spinlock, it cannot). */
-	if (h->entered)
-		h->cv.wait(l, [h] { return h->exited; });
-	l.unlock();
-	rte_intr_callback_unregister_sync(h->ih, intr_hold_cb, h);
-	free_intr_hold(h);
-}
-
-/* Opens one [[port]]; 0 or an errno value with the reason printed (EAGAIN
- * unprinted: a memif client found no server yet and may try again). */
-int open_port(rv_device &d, unsigned index, bool may_retry)
+/* Opens one [[port]] (soft::port, which also steps around net_memif's
+ * races when two programs open the two ends at once); 0 or an errno
+ * value with the reason printed. */
+int open_port(rv_device &d, unsigned index)
 {
 	const rv_port_config &pc = d.cfg;
 	std::string err;
-	intr_hold *hold = is_memif(pc, true) ? hold_intr_thread() : nullptr;
-	struct release_at_return {
-		intr_hold *h;
-		~release_at_return() { release_intr_thread(h); }
-	} release{hold};
-	if (int rc = soft::probe_port(pc.devargs, &d.port_id, &err, &d.probed); rc != 0) {
-		logf("port %s: %s", pc.name.c_str(), err.c_str());
+	if (int rc = d.port.probe(pc, 1, &err); rc != 0) {
+		logf("%s", err.c_str());
 		return rc;
 	}
+	d.port_id = d.port.port_id();
 	if (pc.set_mac)
 		d.mac = pc.mac;
 	else
@@ -290,37 +186,28 @@ int open_port(rv_device &d, unsigned index, bool may_retry)
 	for (const auto &a : pc.addresses)
 		if (!(a == d.gids[0]))
 			d.gids.push_back(a);
-	soft::soft_config sc(pc);
-	sc.port_id = d.port_id;
-	sc.set_mac = pc.set_mac;
-	sc.mac = d.mac;
-	sc.addresses = d.gids;
-	sc.nb_mbufs = pc.nb_mbufs;
-	for (const auto &n : pc.neighbours)
-		sc.neighbours.push_back({n.ip, n.mac});
-	/* An AH to one of our own GIDs is delivered in software
-	 * (post_send): its AV needs no ARP/ND. */
-	for (const auto &g : d.gids)
-		sc.neighbours.push_back({g, d.mac});
-	if (d.dev.open(sc) != 0) {
-		/* DPDK's net_memif fails a client's start while no server
-		 * listens on its socket, with EPERM. */
-		const bool memif_client = is_memif(pc, false);
-		if (memif_client && may_retry) {
-			close_port(d);
-			return EAGAIN;
-		}
-		logf("port %s: %s%s", pc.name.c_str(), d.dev.error().c_str(),
-		     memif_client ? " (a memif client needs its server end running: start that program first)" : "");
+	soft::port_setup s;
+	s.make_queues = false; /* d.q, next to the data path's state */
+	s.adjust = [&d](soft::soft_config &sc) {
+		sc.mac = d.mac;
+		sc.addresses = d.gids;
+		/* An AH to one of our own GIDs is delivered in software
+		 * (post_send): its AV needs no ARP/ND. */
+		for (const auto &g : d.gids)
+			sc.neighbours.push_back({g, d.mac});
+	};
+	if (d.port.start(s, &err) != 0) {
+		logf("%s", err.c_str());
 		close_port(d);
 		return ENODEV;
 	}
-	if (d.dev.create_queue({.index = 0, .socket = rte_eth_dev_socket_id(d.port_id)}, d.q) != 0) {
+	if (d.dev.create_queue({.index = 0, .socket = d.port.socket()}, d.q) != 0) {
 		logf("port %s: %s", pc.name.c_str(), d.dev.error().c_str());
 		close_port(d);
 		return ENODEV;
 	}
 	d.queue_up = true;
+
 	d.mtu_enum = mtu_enum(pc.mtu);
 	uint8_t eui[8];
 	memcpy(eui, d.gids[0].raw + 8, 8);
@@ -374,22 +261,9 @@ void eal_thread(rv_config cfg, starter *st)
 	rv_process &p = process();
 	if (rc == 0) {
 		for (size_t i = 0; i < cfg.ports.size(); i++) {
-			/* A memif client whose server is not listening yet
-			 * (see is_memif): again, every 10 ms, for a while. */
-			const auto until = std::chrono::steady_clock::now() +
-					   std::chrono::milliseconds(memif_client_wait_ms);
-			rv_device *d;
-			int e;
-			for (;;) {
-				d = new rv_device;
-				d->cfg = cfg.ports[i];
-				e = open_port(*d, unsigned(i), std::chrono::steady_clock::now() < until);
-				if (e != EAGAIN)
-					break;
-				delete d;
-				std::this_thread::sleep_for(std::chrono::milliseconds(10));
-			}
-			if (e != 0) {
+			auto *d = new rv_device;
+			d->cfg = cfg.ports[i];
+			if (int e = open_port(*d, unsigned(i)); e != 0) {
 				rc = e;
 				delete d;
 				break;

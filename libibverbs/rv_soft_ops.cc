@@ -12,6 +12,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <new>
 #include <thread>
 
@@ -23,6 +25,7 @@
 
 #include "rdgram/ah_from_wc.h"
 #include "rv.h"
+#include "soft_port.h"
 
 namespace rdgram::rv {
 
@@ -524,36 +527,6 @@ int detach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t)
 /* The neighbour of attr resolved (ARP/ND), driving the port's receive
  * path and the device's control work meanwhile; 0 or an errno. (ctl held
  * by g.) */
-int resolve_neighbour(rv_device *d, const ibv_ah_attr &attr, std::unique_lock<std::mutex> &g)
-{
-	int rc = d->dev.prepare_ah(attr);
-	if (rc != EINPROGRESS)
-		return rc;
-	/* The ARP/ND exchange needs the port's receive path and the device's
-	 * control work, which this thread drives (and the service thread
-	 * too, for programs that create AHs from several threads). Bounded
-	 * by the device's own retries, plus slack. */
-	const auto deadline = std::chrono::steady_clock::now() +
-			      std::chrono::milliseconds(uint64_t(d->cfg.neigh_retries + 1) * d->cfg.neigh_retry_ms + 500);
-	d->ah_waiters++;
-	service_wake();
-	while (rc == EINPROGRESS) {
-		g.unlock();
-		if (dp_trylock(*d)) {
-			progress(*d);
-			dp_unlock(*d);
-		}
-		std::this_thread::sleep_for(std::chrono::microseconds(20));
-		g.lock();
-		d->dev.poll(rte_get_tsc_cycles());
-		rc = d->dev.prepare_ah(attr);
-		if (rc == EINPROGRESS && std::chrono::steady_clock::now() > deadline)
-			rc = ETIMEDOUT;
-	}
-	d->ah_waiters--;
-	return rc;
-}
-
 ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr)
 {
 	rv_device *d = dev_of(pd->context);
@@ -573,19 +546,42 @@ ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr)
 			break;
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));
 	}
-	std::unique_lock<std::mutex> g(d->ctl);
-	if (int rc = resolve_neighbour(d, *attr, g); rc != 0) {
+	/* soft::resolve_ah: the device's control work under ctl (and dp, for
+	 * the AH table the data path reads). While ARP/ND runs, this thread
+	 * drives the port's receive path and the device's control work (and
+	 * the service thread too, for programs that create AHs from several
+	 * threads). Bounded by the device's own retries, plus slack. */
+	const uint64_t deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() *
+								 ((uint64_t(d->cfg.neigh_retries) + 1) * d->cfg.neigh_retry_ms + 500) /
+								 1000;
+	bool waiting = false;
+	const int rc = soft::resolve_ah(
+		d->dev, *attr, deadline,
+		[d](const std::function<void()> &f) {
+			std::lock_guard<std::mutex> g(d->ctl);
+			d->dev.poll(rte_get_tsc_cycles());
+			dp_lock(*d);
+			f();
+			dp_unlock(*d);
+		},
+		[d, &waiting] {
+			if (!waiting) {
+				waiting = true;
+				d->ah_waiters++;
+				service_wake();
+			}
+			if (dp_trylock(*d)) {
+				progress(*d);
+				dp_unlock(*d);
+			}
+			std::this_thread::sleep_for(std::chrono::microseconds(20));
+		},
+		&ah->h);
+	if (waiting)
+		d->ah_waiters--;
+	if (rc != 0) {
 		delete ah;
 		errno = rc;
-		return nullptr;
-	}
-	int err = 0;
-	dp_lock(*d);
-	ah->h = d->dev.create_ah(*attr, &err);
-	dp_unlock(*d);
-	if (err != 0) {
-		delete ah;
-		errno = err;
 		return nullptr;
 	}
 	ah->dev = d;

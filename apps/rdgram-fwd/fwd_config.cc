@@ -110,7 +110,8 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 	if (r.has("port")) {
 		/* The devargs may come from --port (check_fwd_config). */
 		std::vector<std::vector<qp_config>> qps;
-		soft::port_rules rules{.name_prefix = "p", .devargs_required = false};
+		soft::port_rules rules{.name_prefix = "p", .devargs_required = false, .addresses_required = false, .defaults = {},
+				       .extra = {}};
 		rules.extra = [&qps](table_reader &t, soft::port_config &, size_t) { qps.push_back(load_qps(t)); };
 		c.ports.clear();
 		for (soft::port_config &sp : soft::load_ports(r, rules)) {

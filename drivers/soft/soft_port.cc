@@ -292,7 +292,7 @@ int port::open(const port_config &pc, const port_setup &s, std::string *err)
 	return start(s, err);
 }
 
-void port::close()
+void port::stop()
 {
 	if (ctl_ != nullptr)
 		ctl_->remove_poller(&soft_device::control_poller, &dev_);
@@ -313,9 +313,15 @@ void port::close()
 	}
 	release_intr_thread(hold_);
 	hold_ = nullptr;
+	have_port_ = probed_ = false;
+}
+
+void port::close()
+{
+	stop();
 	if (started_)
 		dev_.close();
-	started_ = have_port_ = probed_ = false;
+	started_ = false;
 }
 
 } // namespace rdgram::soft

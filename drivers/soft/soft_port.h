@@ -115,8 +115,12 @@ public:
 	/* probe(pc, s.queues) and start(s). */
 	int open(const port_config &pc, const port_setup &s, std::string *err);
 	/* The poller, the queues (frames still held are sent first), the
-	 * device, the ethdev and the probe: everything open did, in
-	 * reverse. Idempotent. No poll thread may use a queue any more. */
+	 * ethdev and the probe; the device and its pool stay, so that a
+	 * caller can count what came back to the pool before close().
+	 * Idempotent. No poll thread may use a queue any more. */
+	void stop();
+	/* stop(), then the device: everything open did, in reverse.
+	 * Idempotent. */
 	void close();
 
 	bool is_open() const { return started_; }
