@@ -89,6 +89,9 @@ void load_perf_config(const std::string &path, perf_config &c)
 	r.finish();
 	if (c.server.address.is_v4_mapped() != c.client.address.is_v4_mapped())
 		throw config_error(path + ":1:1: server.address and client.address must both be IPv4 or both IPv6");
+	/* The side the file names (the command line may name another, and
+	 * selects again). */
+	select_port(c);
 }
 
 void select_port(perf_config &c)

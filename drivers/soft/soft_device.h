@@ -208,6 +208,9 @@ public:
 		return (ctl_rx_ != nullptr ? rte_ring_count(ctl_rx_) : 0) + (ctl_tx_ != nullptr ? rte_ring_count(ctl_tx_) : 0);
 	}
 	uint16_t port_id() const { return cfg_.port_id; }
+	/* open started the port (and close stops it, unless its owner
+	 * closed it first). */
+	bool port_started() const { return started_; }
 	const rte_ether_addr &mac() const { return mac_; }
 	const std::string &error() const { return err_; }
 	/* A VLAN port whose PMD inserts the 802.1Q tag (open enabled

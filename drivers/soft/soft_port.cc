@@ -119,15 +119,17 @@ void release_intr_thread(intr_hold *h)
 	free_intr_hold(h);
 }
 
-/* Stops and closes the ethdev, and removes its device when it was probed
- * here. */
-void close_ethdev(uint16_t port_id, bool probed)
+/* Stops (when the device started it: DPDK logs the stop of a port never
+ * started, and refuses to close a started one) and closes the ethdev, and removes its device when it was
+ * probed here. */
+void close_ethdev(uint16_t port_id, bool probed, bool started)
 {
 	if (!rte_eth_dev_is_valid_port(port_id))
 		return;
 	rte_eth_dev_info info{};
 	rte_device *rd = rte_eth_dev_info_get(port_id, &info) == 0 ? info.device : nullptr;
-	rte_eth_dev_stop(port_id);
+	if (started)
+		rte_eth_dev_stop(port_id);
 	rte_eth_dev_close(port_id);
 	if (probed && rd != nullptr)
 		rte_dev_remove(rd);
@@ -240,8 +242,8 @@ int port::start(const port_setup &s, std::string *err)
 	/* A memif client whose server is not there yet: again, for a while. */
 	const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(memif_client_wait_ms);
 	while (rc != 0 && is_memif(cfg_.devargs, false) && std::chrono::steady_clock::now() < until) {
+		close_ethdev(port_id_, probed_, dev_.port_started());
 		dev_.close();
-		close_ethdev(port_id_, probed_);
 		std::this_thread::sleep_for(std::chrono::milliseconds(20));
 		std::string why;
 		if (probe_port(cfg_.devargs, &port_id_, &why, &probed_) != 0)
@@ -309,7 +311,7 @@ void port::stop()
 	if (have_port_) {
 		if (hold_ == nullptr && is_memif(cfg_.devargs, true))
 			hold_ = hold_intr_thread();
-		close_ethdev(port_id_, probed_);
+		close_ethdev(port_id_, probed_, dev_.port_started());
 	}
 	release_intr_thread(hold_);
 	hold_ = nullptr;
@@ -319,8 +321,7 @@ void port::stop()
 void port::close()
 {
 	stop();
-	if (started_)
-		dev_.close();
+	dev_.close(); /* also what a failed open left (its pool) */
 	started_ = false;
 }
 
