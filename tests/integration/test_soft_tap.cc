@@ -137,8 +137,6 @@ struct tap_case {
 
 class SoftTap : public ::testing::TestWithParam<tap_case> {};
 
-} // namespace
-
 TEST_P(SoftTap, DatagramsReachTheirQueue)
 {
 	std::string why;
@@ -234,3 +232,5 @@ INSTANTIATE_TEST_SUITE_P(Steer, SoftTap,
 					   tap_case{soft::steer_mode::flow, "flow", false},
 					   tap_case{soft::steer_mode::flow, "flow6", true}),
 			 [](const auto &i) { return std::string(i.param.name); });
+
+} // namespace
