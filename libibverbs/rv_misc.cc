@@ -15,7 +15,6 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_sa.h>
-#include <infiniband/sa-kern-abi.h>
 #include <infiniband/sa.h>
 #include <rdma/ib_user_verbs.h>
 

@@ -3,7 +3,6 @@
  */
 #include "app_start.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 
@@ -27,19 +26,11 @@ int start_runtime(runtime &rt, const app_start &s)
 		return 1;
 	}
 	telemetry::register_log_types();
-	if (rt.capture_ready()) {
+	/* Where capture cannot be had, auto says nothing (nobody asked for
+	 * it), and on has already refused in rt.init: "capture on: <why>". */
+	if (rt.capture_ready())
 		fprintf(stderr, "%s: capture: dpdk-dumpcap --file-prefix=%s -i PORT (hugepages, shared EAL configuration)\n",
 			s.app, rt.file_prefix().c_str());
-	} else if (s.capture != capture_mode::off && s.eal.empty()) {
-		const auto &a = rt.eal_args();
-		const bool no_huge = std::find(a.begin(), a.end(), "--no-huge") != a.end();
-		fprintf(stderr,
-			"%s: capture unavailable: %s (EAL %s); dpdk-dumpcap needs hugepages and a shared "
-			"configuration (docs/APPS.md)\n",
-			s.app, rt.capture_why().c_str(), no_huge ? "--no-huge" : "--in-memory");
-	} else if (std::string why; s.capture != capture_mode::off && eal_args_allow_capture(s.eal, &why)) {
-		fprintf(stderr, "%s: capture unavailable: %s\n", s.app, rt.capture_why().c_str());
-	}
 	if (s.ctl_max_nap_ns >= 0)
 		rt.ctl().set_max_nap(s.ctl_max_nap_ns);
 	std::string err;

@@ -27,12 +27,10 @@ struct app_start {
 };
 
 /* 0, or the exit status (1) after one line on stderr: "<app>: <why>".
- * Then one line on stderr says how to capture the app's ports live
- * ("<app>: capture: dpdk-dumpcap --file-prefix=rdgram-<pid> -i PORT"), or,
- * when the app chose the EAL's memory itself (no EAL arguments) or capture
- * is on, why it cannot ("<app>: capture unavailable: <why> (EAL --no-huge)").
- * EAL arguments with --no-huge, --in-memory or --no-shconf, or capture
- * off, already say so: nothing is printed. */
+ * When the app's ports can be captured live, one line on stderr says how
+ * ("<app>: capture: dpdk-dumpcap --file-prefix=rdgram-<pid> -i PORT").
+ * When they cannot, capture auto and off print nothing, and capture on
+ * is the exit status 1 after "<app>: capture on: <why>". */
 int start_runtime(runtime &rt, const app_start &s);
 
 /* The --capture option's help text and the [eal] capture key's choices,

@@ -61,8 +61,11 @@ std::string cgroup_cpuset()
 std::string join(const std::vector<unsigned> &v)
 {
 	std::string s;
-	for (size_t i = 0; i < v.size(); i++)
-		s += (i ? "," : "") + std::to_string(v[i]);
+	for (size_t i = 0; i < v.size(); i++) {
+		if (i)
+			s += ',';
+		s += std::to_string(v[i]);
+	}
 	return s;
 }
 
@@ -100,9 +103,13 @@ std::string format_cpu_list(const std::vector<unsigned> &cpus)
 		size_t j = i;
 		while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1)
 			j++;
-		s += (s.empty() ? "" : ",") + std::to_string(cpus[i]);
-		if (j > i)
-			s += "-" + std::to_string(cpus[j]);
+		if (!s.empty())
+			s += ',';
+		s += std::to_string(cpus[i]);
+		if (j > i) {
+			s += '-';
+			s += std::to_string(cpus[j]);
+		}
 		i = j + 1;
 	}
 	return s;

@@ -26,23 +26,25 @@ namespace rdgram::telemetry {
 
 /* ---- seqlock ------------------------------------------------------------ */
 
-/* The classic seqlock in C++ atomics (Boehm, "Can seqlocks get along with
+/* The seqlock in C++ atomics (Boehm, "Can seqlocks get along with
  * programming language memory models?", 2012): the writer makes the
  * sequence odd, then stores the words, then makes it even with a release
- * store; the data words are relaxed atomics, so a reader racing a writer
- * reads torn values without undefined behaviour and throws them away. */
+ * store; the data words are atomics, so a reader racing a writer reads
+ * torn values without undefined behaviour and throws them away. Each data
+ * word is stored with release and loaded with acquire (the paper's
+ * variant without fences): a reader that sees a new word then sees an
+ * odd or newer sequence. On x86 these are the plain moves the relaxed
+ * ones were; and ThreadSanitizer, which does not model
+ * atomic_thread_fence (GCC warns -Wtsan), sees the ordering. */
 void seqlock_write(std::atomic<uint64_t> &seq, std::atomic<uint64_t> *w, const void *src, size_t nwords)
 {
 	const uint64_t s = seq.load(std::memory_order_relaxed);
 	seq.store(s + 1, std::memory_order_relaxed);
-	/* Orders the odd sequence before the data stores (a reader that sees
-	 * new data then sees an odd or newer sequence). */
-	std::atomic_thread_fence(std::memory_order_release);
 	const auto *p = static_cast<const uint8_t *>(src);
 	for (size_t i = 0; i < nwords; i++) {
 		uint64_t v;
 		memcpy(&v, p + 8 * i, 8);
-		w[i].store(v, std::memory_order_relaxed);
+		w[i].store(v, std::memory_order_release);
 	}
 	seq.store(s + 2, std::memory_order_release);
 }
@@ -55,11 +57,11 @@ bool seqlock_read(const std::atomic<uint64_t> &seq, const std::atomic<uint64_t> 
 		if (s0 & 1)
 			continue;
 		for (size_t i = 0; i < nwords; i++) {
-			const uint64_t v = w[i].load(std::memory_order_relaxed);
+			/* Acquire: the second sequence load below cannot see
+			 * an older value than the writer's that stored v. */
+			const uint64_t v = w[i].load(std::memory_order_acquire);
 			memcpy(p + 8 * i, &v, 8);
 		}
-		/* Orders the data loads before the second sequence load. */
-		std::atomic_thread_fence(std::memory_order_acquire);
 		if (seq.load(std::memory_order_relaxed) == s0)
 			return s0 != 0;
 	}

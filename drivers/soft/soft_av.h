@@ -9,6 +9,7 @@
 #ifndef RDGRAM_SOFT_AV_H
 #define RDGRAM_SOFT_AV_H
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -42,19 +43,24 @@ inline constexpr size_t av_v4_csum_off = 44;
  * bytes of the source MAC. The control thread swaps the destination MAC of
  * a live AV with set_av_mac (one atomic store), so a poll thread copying
  * the AV sees the old MAC or the new one, never a mix. */
-/* The AV starts a 64-byte table slot, so the word is 8-byte aligned. (With
- * clang, whose atomics go through libatomic for an alignas(4) type, the
- * fuzz build links libatomic; __builtin_assume_aligned would avoid that but
- * crashes clang 14's -fsanitize=alignment code generation.) */
-inline uint64_t av_mac_word(const soft_av &av)
+/* The AV starts a 64-byte table slot, so the word is 8-byte aligned, which
+ * std::atomic_ref requires (and asserts in a debug libstdc++). Through it
+ * the compiler takes the word's alignment from uint64_t, not from soft_av's
+ * alignas(4): clang inlines the access as g++ does, instead of warning
+ * -Watomic-alignment and calling libatomic's __atomic_load_8. (Not
+ * __builtin_assume_aligned: it crashes clang 14's -fsanitize=alignment
+ * code generation.) */
+inline std::atomic_ref<uint64_t> av_mac_ref(const soft_av &av)
 {
-	return __atomic_load_n(reinterpret_cast<const uint64_t *>(av.hdr), __ATOMIC_RELAXED);
+	/* atomic_ref<const T> is C++26: loads through it do not write. */
+	return std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(const_cast<uint8_t *>(av.hdr)));
 }
+inline uint64_t av_mac_word(const soft_av &av) { return av_mac_ref(av).load(std::memory_order_relaxed); }
 inline void set_av_mac(soft_av &av, const rte_ether_addr &mac)
 {
 	uint64_t v = av_mac_word(av);
 	memcpy(&v, mac.addr_bytes, 6);
-	__atomic_store_n(reinterpret_cast<uint64_t *>(av.hdr), v, __ATOMIC_RELAXED);
+	av_mac_ref(av).store(v, std::memory_order_relaxed);
 }
 
 /* The one's complement fold that finishes a partial sum: the IPv4

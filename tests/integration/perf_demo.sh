@@ -3,12 +3,14 @@
 # Copyright(c) 2026 The rdgram authors
 #
 # What `./build.sh demo` shows: rdgram-perf with no EAL arguments (the
-# loopback demo) prints no DPDK start-up lines (EAL, TELEMETRY, the CRC
-# library's handler choice), then the two tables, then what bounded the
+# loopback demo) starts with its own banner, with no DPDK start-up lines
+# (EAL, TELEMETRY, the CRC library's handler choice) and no word about a
+# capture nobody asked for, then the two tables, then what bounded the
 # bandwidth figure (CPU shares, a full ring, the CPUs' cache-line round trip), then the non-zero queue counters with their meaning,
 # in that order even through a pipe. -v brings DPDK's lines back, and so
 # does an EAL --log-level given before --; EAL arguments without one are
-# quiet too. About 3 s on an idle 2-CPU machine.
+# quiet too; --capture on where capture cannot be had says why in one
+# line. About 3 s on an idle 2-CPU machine.
 # Usage: perf_demo.sh RDGRAM_PERF
 set -u
 perf=$1
@@ -32,6 +34,12 @@ def at(pred, what):
         if pred(l):
             return i
     sys.exit("FAIL: no " + what)
+# The demo's own banner first: nothing about capture, which nobody asked
+# for, unless hugepages are free and it can be had (then the one line
+# that says how, app_start.cc), and no DPDK line before it.
+first = 1 if lines and lines[0].startswith("rdgram-perf: capture: dpdk-dumpcap ") else 0
+if len(lines) <= first or not lines[first].startswith(" rdgram-perf: loopback, soft RoCEv2 driver over net_ring"):
+    sys.exit("FAIL: the demo does not start with its banner: %r" % (lines[first] if len(lines) > first else ""))
 lat = at(lambda l: "t_typical[usec]" in l, "latency table")
 bw = at(lambda l: "MsgRate[Mpps]" in l, "bandwidth table")
 lim = at(lambda l: l.startswith(" bandwidth test: "), "'bandwidth test:' line (what bounded the figure)")
@@ -58,6 +66,14 @@ PY
 rc=$?
 [ $rc -eq 0 ] || { cat "$tmp/v"; echo "FAIL: -v exit $rc"; fail=1; }
 grep -q '^EAL: ' "$tmp/v" || { cat "$tmp/v"; echo "FAIL: -v shows no EAL line"; fail=1; }
+
+# --capture on where it cannot be had (EAL arguments with --no-huge rule
+# it out): the one line that says why, exit 1.
+"$perf" -l 0,1 --no-huge --no-shconf -m 256 --no-pci --file-prefix rdgram-demo$$ -- --capture on --test lat -n 2000 \
+	--timeout 20 >"$tmp/on" 2>&1
+rc=$?
+[ $rc -eq 1 ] && [ "$(grep -c . "$tmp/on")" -eq 1 ] && grep -q '^rdgram-perf: capture on: the EAL arguments say --no-huge$' "$tmp/on" ||
+	{ cat "$tmp/on"; echo "FAIL: --capture on with --no-huge: exit $rc, not one line saying why"; fail=1; }
 
 # EAL arguments of one's own: quiet without --log-level, DPDK's levels with one.
 eal="-l 0,1 --no-huge --no-shconf -m 256 --no-pci --file-prefix rdgram-demo$$"

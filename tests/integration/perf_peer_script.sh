@@ -42,7 +42,7 @@ check() {
 	ppid_=
 	local lines
 	# The start-up line about live capture (app_start.cc: how to capture,
-	# or why not on a machine without hugepages) is not an error line.
+	# on a machine with free hugepages) is not an error line.
 	grep -v '^rdgram-perf: capture' "$tmp/err" >"$tmp/err.lines"
 	lines=$(grep -c '^rdgram-perf:' "$tmp/err.lines")
 	echo "=== $scenario (rdgram-perf $role, $proto): exit $rc after ${dt}s"

@@ -109,7 +109,7 @@ struct frame_maker {
 			q.qp(0)->qpn = 0x100 + i;
 			ASSERT_EQ(q.tx_burst(&w, 1), 1);
 			q.tx_flush();
-			void *m;
+			void *m = nullptr;
 			ASSERT_EQ(rte_ring_dequeue(r, &m), 0);
 			auto *mb = static_cast<rte_mbuf *>(m);
 			const uint8_t *f = rte_pktmbuf_mtod(mb, const uint8_t *);
@@ -136,8 +136,6 @@ struct tap_case {
 };
 
 class SoftTap : public ::testing::TestWithParam<tap_case> {};
-
-} // namespace
 
 TEST_P(SoftTap, DatagramsReachTheirQueue)
 {
@@ -220,8 +218,9 @@ TEST_P(SoftTap, DatagramsReachTheirQueue)
 	const uint64_t handed = q[0].counters().rx_handoff_out + q[1].counters().rx_handoff_out;
 	printf("hand-offs: %lu of %u (queue 0 -> 1: %lu, 1 -> 0: %lu)\n", (unsigned long)handed, 2 * n,
 	       (unsigned long)q[0].counters().rx_handoff_out, (unsigned long)q[1].counters().rx_handoff_out);
-	if (GetParam().mode == soft::steer_mode::flow)
+	if (GetParam().mode == soft::steer_mode::flow) {
 		EXPECT_EQ(handed, 0u) << "the rules put every datagram on its QP's queue";
+	}
 	dev.destroy_queue(q[0]);
 	dev.destroy_queue(q[1]);
 	dev.close();
@@ -233,3 +232,5 @@ INSTANTIATE_TEST_SUITE_P(Steer, SoftTap,
 					   tap_case{soft::steer_mode::flow, "flow", false},
 					   tap_case{soft::steer_mode::flow, "flow6", true}),
 			 [](const auto &i) { return std::string(i.param.name); });
+
+} // namespace

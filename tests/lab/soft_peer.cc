@@ -461,9 +461,10 @@ int run(const options &o, runtime &rt)
 	for (int i = 0; i < 200; i++)
 		p.pump();
 
-	printf("sent %u good, %u bad; wire: %lu frames to the tap (%lu ICRCs spoiled), %lu from it, %lu not ours\n",
-	       sent_good, sent_bad, (unsigned long)p.to_tap, (unsigned long)p.spoiled, (unsigned long)p.from_tap,
-	       (unsigned long)p.not_ours);
+	printf("sent %u good, %u bad; echoes back %u good, %u bad; wire: %lu frames to the tap (%lu ICRCs spoiled), "
+	       "%lu from it, %lu not ours\n",
+	       sent_good, sent_bad, echoes_ok, echoes_bad, (unsigned long)p.to_tap, (unsigned long)p.spoiled,
+	       (unsigned long)p.from_tap, (unsigned long)p.not_ours);
 	printf("counters:");
 	p.q.counters().for_each([](const xstat_name &n, uint64_t v) {
 		if (v != 0)

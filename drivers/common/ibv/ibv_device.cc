@@ -206,7 +206,10 @@ void reg_chunk(rte_mempool *, void *opaque, rte_mempool_memhdr *h, unsigned)
 	if (c->err != 0)
 		return;
 	errno = 0;
-	ibv_mr *mr = ibv_reg_mr(c->pd, h->addr, h->len, IBV_ACCESS_LOCAL_WRITE);
+	/* An int, as ibv_reg_mr takes: rdma-core's ibv_reg_mr macro ands the
+	 * flags with IBV_ACCESS_OPTIONAL_RANGE, an enumerator of another enum,
+	 * which C++20 deprecates between two enumeration types. */
+	ibv_mr *mr = ibv_reg_mr(c->pd, h->addr, h->len, int(IBV_ACCESS_LOCAL_WRITE));
 	if (mr == nullptr) {
 		c->err = errno != 0 ? errno : ENOMEM;
 		return;
