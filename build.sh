@@ -260,11 +260,14 @@ run_install() {
 	return $rc
 }
 
-# The libFuzzer targets: clang, in build-fuzz/, where only they are built
-# (fuzz/meson.build compiles the rdgram sources they cover itself). Extra
+# The libFuzzer targets: clang, in build-fuzz/, where only they are built,
+# linking the archives of what they cover: every object of the tree with
+# libFuzzer's coverage, ASan and UBSan (the top-level meson.build). Extra
 # args: names of fuzz tests to run (default: all).
 run_fuzz() {
-	local opts=(-Dfuzz=enabled -Dtests=disabled -Dbenchmarks=disabled -Dbuildtype=debugoptimized)
+	local opts=(-Dfuzz=enabled -Dtests=disabled -Dbenchmarks=disabled -Dbuildtype=debugoptimized
+		-Db_sanitize=address,undefined -Db_lundef=false
+		-Dc_args=-fsanitize=fuzzer-no-link -Dcpp_args=-fsanitize=fuzzer-no-link)
 	CC=clang CXX=clang++ configure_variant build-fuzz "${opts[@]}" || return 1
 	rm -f build-fuzz/meson-logs/testlog.json # a failed build must not count old results
 	local targets

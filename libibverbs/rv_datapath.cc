@@ -364,13 +364,9 @@ int post_send(ibv_qp *q, ibv_send_wr *wr, ibv_send_wr **bad)
 		if (unlikely(ah->loop)) {
 			/* To our own GID: the frame is built as for the wire and
 			 * received here, through the same checks. */
-			rte_mbuf *m = rte_pktmbuf_alloc(d.dev.mempool());
-			soft::soft_qp *sq = d.q.qp(unsigned(qp->sidx));
 			recv_wc r;
-			if (m != nullptr && d.q.build(s, *sq, m) && d.q.parse(m, r))
+			if (d.q.tx_loopback(s, r))
 				deliver(d, r);
-			else if (m != nullptr && !d.q.handed_to_control())
-				rte_pktmbuf_free(m);
 			send_completion(d, *qp, *wr, IBV_WC_SUCCESS);
 			continue;
 		}

@@ -192,6 +192,21 @@ public:
 	 * (soft_rx.h) */
 	uint16_t rx_burst(recv_wc *wcs, uint16_t n);
 
+	/* (NOT multi-thread safe: the owning poll thread.) One send from the
+	 * selected send QP to an address of this port (a verbs program
+	 * sending to its own GID, which a NIC loops back): the frame is
+	 * built as tx_burst builds it, into an mbuf from the queue's pool,
+	 * and received as rx_burst receives a frame from the port, through
+	 * the same checks, without the port. wr's payload is inline
+	 * (send_inline) or its mbuf, which is the queue's from then on. true:
+	 * delivered into wc, whose mbuf is the caller's. false: not
+	 * delivered, and counted: no mbuf (tx_no_mbuf), a WR that cannot be
+	 * sent, a frame rx_burst would drop; or the frame went where
+	 * rx_burst would hand it (the control thread, a queue that owns the
+	 * destination QP). Either way every mbuf is accounted for.
+	 * (soft_datapath.h) */
+	bool tx_loopback(const send_wr &wr, recv_wc &wc);
+
 	/* EFA receive semantics (soft_config::report_ahn): wc.slid = our AH
 	 * number for the sender's GID, 0xFFFF without one. (Setup.) */
 	void report_ahn(const dest_cache *by_gid);
@@ -227,7 +242,9 @@ public:
 	};
 	tx_state tx_state_of(const soft_qp &sq) const;
 	void end_tx(const tx_state &st, soft_qp &sq);
-	/* Builds one packet (all three passes); for tests. */
+	/* Builds one packet (all three passes): tx_loopback's, and the
+	 * tests'. m is the frame's buffer (inline) or wr's mbuf; it stays
+	 * the caller's when this returns false (dropped and counted). */
 	bool build(const send_wr &wr, soft_qp &sq, rte_mbuf *m);
 	bool build_masked(const send_wr &wr, tx_state &st, rte_mbuf *m, tx_pending_pkt &t);
 	template <crc32_kernel K> static void store_icrc(const tx_pending_pkt &t);

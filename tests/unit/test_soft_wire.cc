@@ -121,6 +121,36 @@ protected:
 		q.attach(0, 0, mp, &ahs, view);
 	}
 
+	/* *h: an AH whose AV is v's own Eth/IP/UDP (lengths, checksums zero). */
+	void av_of(const vec &v, ah_handle *h)
+	{
+		const bool v4 = v.l3 == 4;
+		const size_t addr = v4 ? 42 : 62;
+		uint32_t slot;
+		ASSERT_TRUE(ahs.reserve(&slot));
+		soft_av &av = ahs.av_at(slot);
+		memset(&av, 0, sizeof(av));
+		/* IPv6: the AV stops after the UDP destination port (58 of
+		 * the 62 address bytes); TX writes length and checksum. */
+		memcpy(av.hdr, v.frame.data(), std::min(addr, av_hdr_len));
+		if (v4) {
+			auto *ip4 = reinterpret_cast<rte_ipv4_hdr *>(av.hdr + 14);
+			ip4->total_length = 0;
+			ip4->hdr_checksum = 0;
+			uint32_t s = rte_raw_cksum(ip4, 20);
+			memcpy(av.hdr + av_v4_csum_off, &s, 4);
+		} else {
+			reinterpret_cast<rte_ipv6_hdr *>(av.hdr + 14)->payload_len = 0;
+		}
+		if (v4) {
+			auto *udp = reinterpret_cast<rte_udp_hdr *>(av.hdr + addr - 8);
+			udp->dgram_len = 0;
+			udp->dgram_cksum = 0;
+		}
+		av.l3 = v4 ? 4 : 6;
+		*h = ahs.publish(slot);
+	}
+
 	rte_mbuf *mbuf_of(const std::vector<uint8_t> &bytes)
 	{
 		rte_mbuf *m = rte_pktmbuf_alloc(mp);
@@ -239,30 +269,8 @@ TEST_F(SoftWire, BuildsIdenticalFrames)
 			const bool v4 = v.l3 == 4;
 			const size_t addr = v4 ? 42 : 62;
 			const size_t hdr = (v4 ? 62 : 82) + (v.imm ? 4 : 0);
-			/* AV from the frame's own Eth/IP/UDP (lengths, checksums zero). */
-			uint32_t slot;
-			ASSERT_TRUE(ahs.reserve(&slot));
-			soft_av &av = ahs.av_at(slot);
-			memset(&av, 0, sizeof(av));
-			/* IPv6: the AV stops after the UDP destination port (58 of
-			 * the 62 address bytes); TX writes length and checksum. */
-			memcpy(av.hdr, v.frame.data(), std::min(addr, av_hdr_len));
-			if (v4) {
-				auto *ip4 = reinterpret_cast<rte_ipv4_hdr *>(av.hdr + 14);
-				ip4->total_length = 0;
-				ip4->hdr_checksum = 0;
-				uint32_t s = rte_raw_cksum(ip4, 20);
-				memcpy(av.hdr + av_v4_csum_off, &s, 4);
-			} else {
-				reinterpret_cast<rte_ipv6_hdr *>(av.hdr + 14)->payload_len = 0;
-			}
-			if (v4) {
-				auto *udp = reinterpret_cast<rte_udp_hdr *>(av.hdr + addr - 8);
-				udp->dgram_len = 0;
-				udp->dgram_cksum = 0;
-			}
-			av.l3 = v4 ? 4 : 6;
-			ah_handle h = ahs.publish(slot);
+			ah_handle h;
+			ASSERT_NO_FATAL_FAILURE(av_of(v, &h));
 
 			soft_queue q;
 			attach_for(q, v);
@@ -306,6 +314,82 @@ TEST_F(SoftWire, BuildsIdenticalFrames)
 			rte_pktmbuf_free(m);
 			ASSERT_EQ(ahs.retire(h), 0);
 		}
+	}
+}
+
+/* A send to the port's own address (tx_loopback: rdgram's libibverbs,
+ * for a QP sending to its own GID): built as for the wire and delivered
+ * through the receive checks, inline or from an mbuf; what is not
+ * delivered is counted, and every mbuf is back in the pool (TearDown). */
+TEST_F(SoftWire, LoopbackDeliversThroughTheReceiveChecks)
+{
+	const std::vector<uint8_t> too_long(soft_port_view{}.mtu + 1, 0x5a);
+	for (int from_mbuf = 0; from_mbuf < 2; from_mbuf++)
+	for (const auto &v : load_vectors()) {
+		if (v.sqpn == v.qpn)
+			continue;
+		SCOPED_TRACE(v.name + (from_mbuf ? " (mbuf payload)" : " (inline)"));
+		const size_t hdr = (v.l3 == 4 ? 62 : 82) + (v.imm ? 4 : 0);
+		const uint8_t *payload = v.frame.data() + hdr;
+		ah_handle h;
+		ASSERT_NO_FATAL_FAILURE(av_of(v, &h));
+		soft_queue q;
+		attach_for(q, v);
+		ASSERT_EQ(q.add_qp(v.sqpn, v.qkey), 0);
+		ASSERT_EQ(q.add_qp(v.qpn, v.qkey), 0);
+		q.select_send_qp(0);
+		send_wr wr{};
+		wr.ah = h;
+		wr.remote_qpn = v.qpn;
+		wr.remote_qkey = v.qkey;
+		if (v.imm) {
+			wr.flags |= send_imm;
+			memcpy(&wr.imm_data, v.frame.data() + hdr - 4, 4);
+		}
+		auto set_payload = [&](const uint8_t *p, uint32_t len) {
+			if (from_mbuf) {
+				wr.mbuf = rte_pktmbuf_alloc(mp);
+				ASSERT_NE(wr.mbuf, nullptr);
+				memcpy(rte_pktmbuf_append(wr.mbuf, uint16_t(len)), p, len);
+			} else {
+				wr.flags |= send_inline;
+				wr.inline_data = p;
+				wr.inline_len = len;
+			}
+		};
+		ASSERT_NO_FATAL_FAILURE(set_payload(payload, v.paylen));
+		recv_wc wc{};
+		ASSERT_TRUE(q.tx_loopback(wr, wc)) << "not delivered; rx_drops=" << q.counters().rx_drops();
+		EXPECT_EQ(wc.qp_num, v.qpn);
+		EXPECT_EQ(wc.src_qp, v.sqpn);
+		EXPECT_EQ(wc.byte_len, 40 + v.paylen);
+		EXPECT_EQ(bool(wc.wc_flags & wc_with_imm), v.imm);
+		if (v.imm) {
+			EXPECT_EQ(wc.imm_data, wr.imm_data);
+		}
+		EXPECT_EQ(0, memcmp(rte_pktmbuf_mtod(wc.mbuf, const uint8_t *) + 40, payload, v.paylen));
+		rte_pktmbuf_free(wc.mbuf);
+		EXPECT_EQ(q.counters().tx_pkts, 1u);
+		EXPECT_EQ(q.counters().rx_pkts, 1u);
+
+		/* To a QPN of no QP: built, then dropped by the receive checks. */
+		wr.remote_qpn = 0x123456;
+		ASSERT_NE(wr.remote_qpn, v.qpn);
+		ASSERT_NE(wr.remote_qpn, v.sqpn);
+		ASSERT_NO_FATAL_FAILURE(set_payload(payload, v.paylen));
+		EXPECT_FALSE(q.tx_loopback(wr, wc));
+		EXPECT_EQ(q.counters().rx_unknown_qpn, 1u);
+		EXPECT_EQ(q.counters().tx_pkts, 2u);
+		EXPECT_EQ(q.counters().rx_pkts, 1u);
+
+		/* Over the path MTU: refused by the build, never received. */
+		wr.remote_qpn = v.qpn;
+		ASSERT_NO_FATAL_FAILURE(set_payload(too_long.data(), uint32_t(too_long.size())));
+		EXPECT_FALSE(q.tx_loopback(wr, wc));
+		EXPECT_EQ(q.counters().tx_too_long, 1u);
+		EXPECT_EQ(q.counters().tx_pkts, 2u);
+		EXPECT_EQ(q.counters().rx_pkts, 1u);
+		ASSERT_EQ(ahs.retire(h), 0);
 	}
 }
 

@@ -3,7 +3,8 @@
 # rdgram's libibverbs.so.1 exports exactly what the system's does: every
 # symbol at every version node (default and compat versions alike), the same
 # version nodes, nothing more (no rdgram, DPDK or C++ runtime symbol), and it
-# loads no DPDK shared library and no other libibverbs.
+# loads no DPDK shared library, no hwloc (libibverbs/meson.build: the
+# archives it links carry no link dependency) and no other libibverbs.
 #   abi_exports.sh OURS SYSTEM
 set -u
 ours=$1 sys=$2
@@ -23,8 +24,8 @@ echo "exports compared: $n (system) against $(exports "$ours" | wc -l) (rdgram)"
 soname=$(readelf -d "$ours" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libibverbs.so.1 ] || { echo "FAIL: SONAME is '$soname'"; rc=1; }
 needed=$(readelf -d "$ours" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
-if echo "$needed" | grep -Eq '^(librte_|libibverbs|libmlx|libefa)'; then
-  echo "FAIL: NEEDED has a shared DPDK or rdma-core library:"; echo "$needed"; rc=1
+if echo "$needed" | grep -Eq '^(librte_|libibverbs|libmlx|libefa|libhwloc)'; then
+  echo "FAIL: NEEDED has a shared DPDK, rdma-core or hwloc library:"; echo "$needed"; rc=1
 fi
 [ $rc -eq 0 ] && echo "ok: same exports, SONAME libibverbs.so.1, NEEDED: $(echo $needed)"
 exit $rc
