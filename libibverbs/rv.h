@@ -164,7 +164,6 @@ struct rv_device {
 	/* The DPDK port and the soft device on it (soft_port.h); its queue is
 	 * q below, next to the data path's other state. */
 	soft::port port;
-	uint16_t port_id = 0; /* port.port_id() */
 	rte_ether_addr mac{};
 	std::vector<wire::gid> gids; /* index = sgid_index; 0 is link-local */
 	uint64_t guid_be = 0;        /* EUI-64 of the MAC, network order */

@@ -175,11 +175,10 @@ int open_port(rv_device &d, unsigned index)
 		logf("%s", err.c_str());
 		return rc;
 	}
-	d.port_id = d.port.port_id();
 	if (pc.set_mac)
 		d.mac = pc.mac;
 	else
-		rte_eth_macaddr_get(d.port_id, &d.mac);
+		rte_eth_macaddr_get(d.port.port_id(), &d.mac);
 	/* The GID table as rxe lists a RoCE v2 port's: the link-local GID
 	 * from the MAC first, then the port's addresses. */
 	d.gids.push_back(link_local(d.mac));
@@ -187,7 +186,6 @@ int open_port(rv_device &d, unsigned index)
 		if (!(a == d.gids[0]))
 			d.gids.push_back(a);
 	soft::port_setup s;
-	s.make_queues = false; /* d.q, next to the data path's state */
 	s.adjust = [&d](soft::soft_config &sc) {
 		sc.mac = d.mac;
 		sc.addresses = d.gids;

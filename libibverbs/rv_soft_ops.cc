@@ -541,7 +541,7 @@ ibv_ah *create_ah(ibv_pd *pd, ibv_ah_attr *attr)
 	const auto link_deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(link_wait_ms);
 	for (;;) {
 		rte_eth_link l{};
-		if (rte_eth_link_get_nowait(d->port_id, &l) != 0 || l.link_status == RTE_ETH_LINK_UP ||
+		if (rte_eth_link_get_nowait(d->port.port_id(), &l) != 0 || l.link_status == RTE_ETH_LINK_UP ||
 		    std::chrono::steady_clock::now() > link_deadline)
 			break;
 		std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -162,7 +162,6 @@ template <class Dev> int open_ports(runtime &rt, const fwd_config &c, fwd_app<De
 		soft::port_setup s;
 		s.qsbr = rt.qsbr();
 		s.av_nodes = replica_nodes(rt.topology(), a.workers);
-		s.make_queues = false; /* each worker's queue lives in its port_state */
 		for (size_t p = 0; p < a.ports.size(); p++) {
 			/* A peer's configured MAC is a static neighbour of its egress port. */
 			s.neighbours.clear();

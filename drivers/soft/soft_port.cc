@@ -18,7 +18,6 @@
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
 
-#include "rdgram/control.h"
 
 namespace rdgram::soft {
 
@@ -262,49 +261,11 @@ int port::start(const port_setup &s, std::string *err)
 		return rc;
 	}
 	started_ = true;
-	if (s.make_queues) {
-		q_ = std::make_unique<soft_queue[]>(nq_);
-		for (uint16_t i = 0; i < nq_; i++) {
-			queue_params p;
-			p.index = i;
-			p.socket = i < s.queue_sockets.size() ? s.queue_sockets[i] : socket();
-			if (int rc = dev_.create_queue(p, q_[i]); rc != 0) {
-				*err = "port " + cfg_.name + ": queue " + std::to_string(i) + ": " + dev_.error();
-				close();
-				return rc;
-			}
-			queues_up_ = uint16_t(i + 1);
-		}
-	}
-	if (s.ctl != nullptr) {
-		if (int rc = s.ctl->add_poller(&soft_device::control_poller, &dev_); rc != 0) {
-			*err = "port " + cfg_.name + ": the control thread takes no more pollers";
-			close();
-			return rc;
-		}
-		ctl_ = s.ctl;
-	}
 	return 0;
-}
-
-int port::open(const port_config &pc, const port_setup &s, std::string *err)
-{
-	if (int rc = probe(pc, s.queues, err); rc != 0)
-		return rc;
-	return start(s, err);
 }
 
 void port::stop()
 {
-	if (ctl_ != nullptr)
-		ctl_->remove_poller(&soft_device::control_poller, &dev_);
-	ctl_ = nullptr;
-	for (uint16_t i = 0; i < queues_up_; i++) {
-		q_[i].tx_flush();
-		dev_.destroy_queue(q_[i]);
-	}
-	queues_up_ = 0;
-	q_.reset();
 	/* The port goes before the pool its queues hold mbufs of
 	 * (soft_device::close frees that pool); a memif server's with the
 	 * interrupt thread held (its listener must not run meanwhile). */

@@ -8,11 +8,11 @@
  *   - the probe: devargs probed here (rte_dev_probe) are removed again
  *     (rte_dev_remove); a port the EAL was given (--vdev, -a) is only
  *     stopped and closed;
- *   - the soft device on it (soft_device::open/close);
- *   - its queues, one per queue pair (soft_device::create_queue/
- *     destroy_queue);
- *   - the device's control-thread poller (neighbour resolution, AH slot
- *     reclamation), when a control thread is given.
+ *   - the soft device on it (soft_device::open/close).
+ * The queues stay with the caller, in its poll threads' own state
+ * (soft_device::create_queue on queue pair i, destroy_queue before
+ * stop()), and so does the device's control-thread polling (an
+ * ah_service, or a service thread of its own).
  * It also steps around DPDK 22.11's net_memif races at open and close
  * (soft_port.cc): a port of any app is safe to start and stop while the
  * other end does the same.
@@ -26,16 +26,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "soft_config_toml.h"
 #include "soft_device.h"
-
-namespace rdgram {
-class control_thread;
-}
 
 namespace rdgram::soft {
 
@@ -51,13 +46,8 @@ struct intr_hold;
  * name. probed may be nullptr. (Main thread.) */
 int probe_port(const std::string &devargs, uint16_t *port, std::string *err, bool *probed = nullptr);
 
-/* What the caller adds to the port table at open. */
+/* What the caller adds to the port table at start. */
 struct port_setup {
-	/* Queue pairs when the table has no 'queues' (one per poll thread). */
-	uint16_t queues = 1;
-	/* NUMA node of each queue's poll thread (its AV replica and its
-	 * queue's memory); empty, or shorter than the queues: the port's. */
-	std::vector<int> queue_sockets;
 	/* The poll threads' QSBR (runtime::qsbr()); may be nullptr. */
 	rte_rcu_qsbr *qsbr = nullptr;
 	/* NUMA nodes that get an AV replica (replica_nodes()); empty: the
@@ -65,17 +55,10 @@ struct port_setup {
 	std::vector<int> av_nodes;
 	/* Static neighbours beyond the table's (a peer's configured MAC). */
 	std::vector<neighbour> neighbours;
-	/* The control thread that polls the device; nullptr: the caller
-	 * polls it (an ah_service does, rdgram's libibverbs' service
-	 * thread does). */
-	control_thread *ctl = nullptr;
 	/* The last word on the device's configuration, after the table and
 	 * the fields above are in (rdgram-coll's descriptor counts, the
 	 * libibverbs GID table, report_ahn, ...); may be empty. */
 	std::function<void(soft_config &)> adjust;
-	/* Create the queues (false: the caller creates queue i itself on
-	 * queue pair i, with soft_device::create_queue). */
-	bool make_queues = true;
 };
 
 /* The blocking way to an AH on a soft device, for a thread that may wait
@@ -107,42 +90,30 @@ public:
 	 * apart from start() so that a caller can place its poll threads by
 	 * socket() first. */
 	int probe(const port_config &pc, uint16_t queues, std::string *err);
-	/* Opens the device on the probed port with pc's settings and s's,
-	 * its queues and its poller. 0, or an errno value with *err one line
-	 * "port NAME: <DPDK's or the driver's reason>"; what was done is
-	 * undone (close()). */
+	/* Opens the device on the probed port with pc's settings and s's.
+	 * 0, or an errno value with *err one line "port NAME: <DPDK's or the
+	 * driver's reason>"; what was done is undone (close()). */
 	int start(const port_setup &s, std::string *err);
-	/* probe(pc, s.queues) and start(s). */
-	int open(const port_config &pc, const port_setup &s, std::string *err);
-	/* The poller, the queues (frames still held are sent first), the
-	 * ethdev and the probe; the device and its pool stay, so that a
+	/* The ethdev and the probe; the device and its pool stay, so that a
 	 * caller can count what came back to the pool before close().
-	 * Idempotent. No poll thread may use a queue any more. */
+	 * Idempotent. The caller's queues are destroyed already. */
 	void stop();
 	/* stop(), then the device: everything open did, in reverse.
 	 * Idempotent. */
 	void close();
 
-	bool is_open() const { return started_; }
 	soft_device &device() { return dev_; }
 	const soft_device &device() const { return dev_; }
-	uint16_t nb_queues() const { return nq_; }
-	soft_queue &queue(unsigned i) { return q_[i]; }
 	uint16_t port_id() const { return port_id_; }
 	/* The port's NUMA node (SOCKET_ID_ANY when it has none). */
 	int socket() const;
-	const port_config &config() const { return cfg_; }
-	/* devargs were probed here (and are removed by close). */
-	bool probed() const { return probed_; }
 
 private:
 	port_config cfg_;
 	soft_device dev_;
-	std::unique_ptr<soft_queue[]> q_;
-	uint16_t nq_ = 0, queues_up_ = 0;
+	uint16_t nq_ = 0;
 	uint16_t port_id_ = 0;
 	bool have_port_ = false, probed_ = false, started_ = false;
-	control_thread *ctl_ = nullptr;
 	intr_hold *hold_ = nullptr; /* a memif server's (soft_port.cc) */
 };
 
