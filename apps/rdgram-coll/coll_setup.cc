@@ -18,6 +18,7 @@
 #include <rte_lcore.h>
 
 #include "coll_job.h"
+#include "soft_port.h"
 #include "coll_poll.h"
 #include "job_bootstrap.h"
 #include "lcore_placement.h"
@@ -279,7 +280,7 @@ template <class Dev> close_stats<Dev> close_job(runtime &rt, job<Dev> &j, job_ct
 		cs.pstats[i] = rte_eth_stats{};
 		if constexpr (apps::is_soft<Dev>) {
 			if (lr.opened)
-				rte_eth_stats_get(lr.port, &cs.pstats[i]);
+				soft::port_stats(lr.port, &cs.pstats[i]);
 			if (k.procs && status == 0)
 				cs.arp_matched += count_arp_matches(rt, lr, k.table);
 		}

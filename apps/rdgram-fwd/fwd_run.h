@@ -46,7 +46,7 @@ std::vector<port_report> port_reports(runtime &rt, const fwd_config &c, const fw
 		port_rt<Dev> &pr = *a.ports[p];
 		port_report r{&c.ports[p], pr.port_id(), c.ports[p].devargs, false, {}, {}, false, {}};
 		if constexpr (apps::is_soft<Dev>) {
-			r.have_eth = rte_eth_stats_get(pr.port_id(), &r.eth) == 0;
+			r.have_eth = soft::port_stats(pr.port_id(), &r.eth) == 0;
 			r.have_neigh = true;
 			rt.ctl().call([&] { r.neigh = pr.dev().neigh_stats(); });
 		} else {

@@ -76,6 +76,16 @@ int resolve_ah(soft_device &dev, const ibv_ah_attr &attr, uint64_t deadline,
 	       const std::function<void(const std::function<void()> &)> &on_ctl, const std::function<void()> &step,
 	       ah_handle *out);
 
+/* rte_eth_stats_get, and the frames the kernel dropped on a port whose PMD
+ * reads a kernel socket, which DPDK 22.11 does not count: for
+ * net_af_packet, the frames that found a receive ring of this process's
+ * AF_PACKET sockets on the port's interface full (packet(7)
+ * PACKET_STATISTICS, tp_drops) go into imissed, summed over the calls
+ * since the port opened. Read them while the port is open: the sockets go
+ * with it. 0, or rte_eth_stats_get's error. Control path (syscalls, a
+ * lock). */
+int port_stats(uint16_t port_id, rte_eth_stats *st);
+
 class port {
 public:
 	port() = default;
