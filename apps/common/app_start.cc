@@ -26,9 +26,11 @@ int start_runtime(runtime &rt, const app_start &s)
 		return 1;
 	}
 	telemetry::register_log_types();
-	/* Where capture cannot be had, auto says nothing (nobody asked for
-	 * it), and on has already refused in rt.init: "capture on: <why>". */
-	if (rt.capture_ready())
+	/* Said when asked for (capture on, or -v): auto stays quiet either
+	 * way, so that an app's output starts with its own banner. Where
+	 * capture cannot be had, on has already refused in rt.init:
+	 * "capture on: <why>". */
+	if (rt.capture_ready() && (s.capture == capture_mode::on || s.verbose))
 		fprintf(stderr, "%s: capture: dpdk-dumpcap --file-prefix=%s -i PORT (hugepages, shared EAL configuration)\n",
 			s.app, rt.file_prefix().c_str());
 	if (s.ctl_max_nap_ns >= 0)

@@ -27,10 +27,11 @@ struct app_start {
 };
 
 /* 0, or the exit status (1) after one line on stderr: "<app>: <why>".
- * When the app's ports can be captured live, one line on stderr says how
- * ("<app>: capture: dpdk-dumpcap --file-prefix=rdgram-<pid> -i PORT").
- * When they cannot, capture auto and off print nothing, and capture on
- * is the exit status 1 after "<app>: capture on: <why>". */
+ * When the app's ports can be captured live, capture on (or -v) has one
+ * line on stderr say how ("<app>: capture: dpdk-dumpcap
+ * --file-prefix=rdgram-<pid> -i PORT"); auto says nothing. When they
+ * cannot, capture auto and off print nothing, and capture on is the exit
+ * status 1 after "<app>: capture on: <why>". */
 int start_runtime(runtime &rt, const app_start &s);
 
 /* The --capture option's help text and the [eal] capture key's choices,

@@ -109,9 +109,10 @@ PY
 fail=0
 n=100
 # rdgram-fwd with no EAL arguments: the defaults take the hugepages (the
-# mount above) and a shared configuration. The port replays the capture
-# forever; what it transmits is dropped (net_pcap without tx_pcap).
-"$fwd" -- --port "net_pcap0,rx_pcap=$tmp/in.pcap,infinite_rx=1" --duration 60 >"$tmp/fwd.out" 2>"$tmp/fwd.err" &
+# mount above) and a shared configuration; --capture on has it say how to
+# capture (auto says nothing). The port replays the capture forever; what
+# it transmits is dropped (net_pcap without tx_pcap).
+"$fwd" -- --capture on --port "net_pcap0,rx_pcap=$tmp/in.pcap,infinite_rx=1" --duration 60 >"$tmp/fwd.out" 2>"$tmp/fwd.err" &
 pids+=($!)
 # Its ports exist once it says where its workers poll.
 for _ in $(seq 200); do grep -q "poll lcore" "$tmp/fwd.out" "$tmp/fwd.err" && break; sleep 0.1; done
