@@ -13,15 +13,15 @@
 
 #include <rte_config.h>
 
+#include "app_config.h"
 #include "rdma_config.h"
 #include "soft_config_toml.h"
 
 namespace rdgram::coll {
 
-struct coll_config {
-	std::vector<std::string> eal_args; /* used when none on the command line */
-	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
-	std::string driver = "soft";    /* soft | verbs | mlx5 | efa (apps/common/driver.h) */
+/* app_common: eal_args, capture, driver ([job]), workers ([poll]: poll
+ * threads; threads mode: ranks spread over them). */
+struct coll_config : apps::app_common {
 	std::string mode = "threads";   /* threads | procs */
 	uint32_t ranks = 8;             /* job size (procs: unless a launcher says) */
 	int32_t rank = -1;              /* procs: this process's rank (-1: launcher) */
@@ -55,7 +55,6 @@ struct coll_config {
 	 * port's RoCE v2 GID of its IPv4 address, which is also the rank's
 	 * address). */
 	apps::rdma_device_config rdma;
-	uint32_t workers = 1;           /* poll threads (threads mode: ranks spread over them) */
 };
 
 inline constexpr uint32_t max_procs_ranks = 64;

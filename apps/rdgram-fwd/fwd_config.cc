@@ -80,11 +80,9 @@ void load_peer(table_reader t, peer_config &p)
 
 void load_fwd_config(const std::string &path, fwd_config &c)
 {
-	toml::table root = parse_config_file(path);
-	table_reader r(root, "", path);
-	if (auto t = r.get_table("fwd")) {
-		c.driver = t->get_string("driver", c.driver);
-		c.workers = unsigned(t->get_int("workers", c.workers, 1, 64));
+	apps::app_config_file f(path, {.table = "fwd", .max_workers = 64}, c, &c.rdma);
+	table_reader &r = f.root();
+	if (auto *t = f.table("fwd")) {
 		c.mode = t->get_enum("mode", c.mode, {"reflect", "forward"});
 		c.duration_s = t->get_double("duration", c.duration_s, 0, 1e9);
 		c.max_packets = uint64_t(t->get_int("max_packets", int64_t(c.max_packets), 0, INT64_MAX));
@@ -95,18 +93,9 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 		c.pending_per_dest = uint32_t(t->get_int("pending_per_destination", c.pending_per_dest, 1, 1 << 24));
 		c.pending_total = uint32_t(t->get_int("pending_total", c.pending_total, 1, 1 << 24));
 		c.pending_timeout_ms = uint32_t(t->get_int("pending_timeout_ms", c.pending_timeout_ms, 1, 3600000));
-		t->finish();
 	}
-	if (auto t = r.get_table("rdma")) {
-		apps::read_rdma_keys(*t, c.rdma);
+	if (auto *t = f.table("rdma"))
 		c.rdma.qkey = get_qkey(*t, "qkey", c.rdma.qkey);
-		t->finish();
-	}
-	if (auto t = r.get_table("eal")) {
-		c.eal_args = t->get_string_array("args");
-		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
-		t->finish();
-	}
 	if (r.has("port")) {
 		/* The devargs may come from --port (check_fwd_config). */
 		std::vector<std::vector<qp_config>> qps;
@@ -125,7 +114,7 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 		c.peers.clear();
 		/* table_reader reads known keys; peers are named by the user, so
 		 * walk the raw table for the names and read each through it. */
-		for (const auto &[k, v] : *root["peers"].as_table()) {
+		for (const auto &[k, v] : *f.doc()["peers"].as_table()) {
 			const std::string name(k.str());
 			peer_config p;
 			p.name = name;
@@ -156,7 +145,7 @@ void load_fwd_config(const std::string &path, fwd_config &c)
 			c.rules.push_back(rc);
 		}
 	}
-	r.finish();
+	f.finish();
 	/* Egress port names must exist. */
 	for (const auto &p : c.peers) {
 		if (p.port.empty())

@@ -16,6 +16,7 @@
 #include <rte_ether.h>
 
 #include "rdgram/wire.h"
+#include "app_config.h"
 #include "rdma_config.h"
 #include "soft_config_toml.h"
 
@@ -63,13 +64,11 @@ struct rdma_config : apps::rdma_device_config {
 	uint32_t qkey = 0x11111111;
 };
 
-struct fwd_config {
-	/* The driver, named once: soft, verbs, mlx5 or efa (apps/common/
-	 * driver.h). soft: the [[port]]s; the others: [rdma]. */
-	std::string driver = "soft";
-	/* Poll threads: each owns queue i of every port (soft: the port opens
-	 * `workers` queues) and its share of the QPs. */
-	unsigned workers = 1;
+/* app_common: the driver, named once (soft: the [[port]]s; the others:
+ * [rdma]), and the poll threads (workers: each owns queue i of every port
+ * (soft: the port opens `workers` queues) and its share of the QPs),
+ * eal_args, capture. */
+struct fwd_config : apps::app_common {
 	rdma_config rdma;
 	std::string mode = "reflect"; /* reflect | forward */
 	double duration_s = 0;        /* 0: until a signal */
@@ -82,8 +81,6 @@ struct fwd_config {
 	uint32_t pending_per_dest = 1024;
 	uint32_t pending_total = 16384;
 	uint32_t pending_timeout_ms = 1000;
-	std::vector<std::string> eal_args;
-	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
 	std::vector<port_config> ports;
 	std::vector<peer_config> peers;
 	std::vector<rule_config> rules;

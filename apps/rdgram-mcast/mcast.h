@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "app_config.h"
 #include "rdgram/wire.h"
 #include "soft_config_toml.h"
 
@@ -40,7 +41,18 @@ static_assert(sizeof(msg_hdr) == 32);
 inline constexpr uint32_t msg_magic = 0x434d4452; /* "RDMC" */
 
 /* Options (command line over config file). */
-struct mcast_config {
+/* app_common: eal_args, capture; driver: "soft" (RoCEv2 over a DPDK port:
+ * port, addresses) or "verbs" (an RDMA device through rdma-core; groups
+ * joined through rdma_cm, the subscriber's QP attached with
+ * ibv_attach_mcast); workers (--workers): poll threads, each with its own
+ * queue of every port and its own QPs. The publisher's workers each own
+ * the groups g with g % workers == w (a group's sequence numbers come from
+ * one thread, as a feed's channel does). A subscriber's workers take
+ * worker_groups: "split" (the same ownership: a feed handler's channels
+ * sharded over its cores) or "all" (every worker's QP attaches every
+ * group and receives every datagram, as that many receivers on separate
+ * cores would). */
+struct mcast_config : apps::app_common {
 	std::string mode = "both";         /* pub, sub, both */
 	std::vector<wire::gid> groups;     /* empty: 239.1.1.1 and ff15::1:1 */
 	uint32_t subscribers = 2;          /* both: how many */
@@ -60,23 +72,8 @@ struct mcast_config {
 	 * both: its settings (vlan, ecn, ...) for every net_ring port. */
 	soft::port_config port;
 	std::string hist_csv, hist_plot;
-	std::vector<std::string> eal_args;
-	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
-	/* The driver: "soft" (RoCEv2 over a DPDK port: port, addresses) or
-	 * "verbs" (an RDMA device through rdma-core; groups joined through
-	 * rdma_cm, the subscriber's QP attached with ibv_attach_mcast). */
-	std::string driver = "soft";
 	std::string device;                /* verbs: ibv device; empty: the first with an active port */
 	std::string local;                 /* verbs: the port's IP address for rdma_cm; empty: its RoCEv2 GID */
-	/* Poll threads (--workers, `workers`), each with its own queue of
-	 * every port and its own QPs. The publisher's workers each own the
-	 * groups g with g % workers == w (a group's sequence numbers come
-	 * from one thread, as a feed's channel does). A subscriber's workers
-	 * take worker_groups: "split" (the same ownership: a feed handler's
-	 * channels sharded over its cores) or "all" (every worker's QP
-	 * attaches every group and receives every datagram, as that many
-	 * receivers on separate cores would). */
-	uint32_t workers = 1;
 	std::string worker_groups = "split";
 };
 

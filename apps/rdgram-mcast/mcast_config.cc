@@ -10,9 +10,9 @@ namespace rdgram::mcast {
 
 void load_mcast_config(const std::string &path, mcast_config &c)
 {
-	toml::table root = parse_config_file(path);
-	table_reader r(root, "", path);
-	if (auto t = r.get_table("mcast")) {
+	apps::app_config_file f(path, {.table = "mcast", .max_workers = 64}, c);
+	table_reader &r = f.root();
+	if (auto *t = f.table("mcast")) {
 		c.mode = t->get_enum("mode", c.mode, {"pub", "sub", "both"});
 		if (t->has("groups")) {
 			c.groups = t->get_ip_array("groups");
@@ -41,24 +41,16 @@ void load_mcast_config(const std::string &path, mcast_config &c)
 			t->refuse_renamed(k, std::string("the port's settings are in [port] (") + k + ")");
 		c.hist_csv = t->get_string("hist_csv", c.hist_csv);
 		c.hist_plot = t->get_string("hist_plot", c.hist_plot);
-		c.driver = t->get_string("driver", c.driver); /* checked with the command line's (driver.h) */
-		c.workers = uint32_t(t->get_int("workers", c.workers, 1, 64));
 		c.worker_groups = t->get_enum("worker_groups", c.worker_groups, {"split", "all"});
 		c.device = t->get_string("device", c.device);
 		c.local = t->get_string("local", c.local);
-		t->finish();
-	}
-	if (auto t = r.get_table("eal")) {
-		c.eal_args = t->get_string_array("args");
-		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
-		t->finish();
 	}
 	/* The first port table is the port (a single-port app). */
 	if (auto ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false,
 					      .addresses_required = false, .defaults = c.port, .extra = {}});
 	    !ports.empty())
 		c.port = ports[0];
-	r.finish();
+	f.finish();
 }
 
 const char *config_refusal(const mcast_config &c, bool qkey_given)

@@ -42,11 +42,9 @@ static void load_endpoint(table_reader t, endpoint_config &e)
 
 void load_perf_config(const std::string &path, perf_config &c)
 {
-	toml::table root = parse_config_file(path);
-	table_reader r(root, "", path);
-	if (auto t = r.get_table("perf")) {
-		c.driver = t->get_enum("driver", c.driver, {"soft", "verbs", "mlx5", "efa"});
-		c.workers = uint32_t(t->get_int("workers", c.workers, 1, RTE_MAX_LCORE));
+	apps::app_config_file f(path, {.table = "perf", .max_workers = RTE_MAX_LCORE}, c, &c.rdma);
+	table_reader &r = f.root();
+	if (auto *t = f.table("perf")) {
 		c.test = t->get_enum("test", c.test, {"lat", "bw", "both", "txonly"});
 		c.mode = t->get_enum("mode", c.mode, {"loopback", "server", "client"});
 		c.size = uint32_t(t->get_int("size", c.size, 0, 4096));
@@ -61,17 +59,10 @@ void load_perf_config(const std::string &path, perf_config &c)
 		c.use_imm = t->get_bool("immediate", c.use_imm);
 		c.dests = uint32_t(t->get_int("dests", c.dests, 0, 1 << 24));
 		c.dest_order = t->get_enum("dest_order", c.dest_order, {"rr", "random"});
-		t->finish();
-	}
-	if (auto t = r.get_table("eal")) {
-		c.eal_args = t->get_string_array("args");
-		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
-		t->finish();
 	}
 	c.ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false, .addresses_required = false,
 				       .defaults = c, .extra = {}});
-	if (auto t = r.get_table("rdma")) {
-		apps::read_rdma_keys(*t, c.rdma);
+	if (auto *t = f.table("rdma")) {
 		c.rdma.oob = t->get_string("oob", c.rdma.oob);
 		c.rdma.oob_proto = t->get_enum("oob_proto", c.rdma.oob_proto, {"rdgram", "perftest", "ud_pingpong"});
 		/* Checked as the exchange will split it (bootstrap.h), so a
@@ -80,13 +71,12 @@ void load_perf_config(const std::string &path, perf_config &c)
 		uint16_t port;
 		if (!c.rdma.oob.empty() && !coll::split_hostport(c.rdma.oob, &host, &port))
 			t->fail("oob", "\"host:port\" of the TCP exchange (e.g. \"192.0.2.1:18515\")");
-		t->finish();
 	}
 	if (auto t = r.get_table("server"))
 		load_endpoint(*t, c.server);
 	if (auto t = r.get_table("client"))
 		load_endpoint(*t, c.client);
-	r.finish();
+	f.finish();
 	if (c.server.address.is_v4_mapped() != c.client.address.is_v4_mapped())
 		throw config_error(path + ":1:1: server.address and client.address must both be IPv4 or both IPv6");
 	/* The side the file names (the command line may name another, and

@@ -14,6 +14,7 @@
 #include <rte_ether.h>
 
 #include "rdgram/wire.h"
+#include "app_config.h"
 #include "rdma_config.h"
 #include "soft_config_toml.h"
 
@@ -48,10 +49,9 @@ struct rdma_config : apps::rdma_device_config {
  * and the soft driver's neighbour resolution, as soft_port_params (the
  * peer's MAC is always a static neighbour, these govern everything
  * else). */
-struct perf_config : soft::soft_port_params {
-	std::string driver = "soft";   /* soft | verbs | mlx5 | efa (apps/common/driver.h) */
-	/* Poll threads a side, each with its own queue and QP (--workers). */
-	uint32_t workers = 1;
+struct perf_config : soft::soft_port_params, apps::app_common {
+	/* (app_common: driver, workers (poll threads a side, each with its
+	 * own queue and QP), eal_args, capture.) */
 	std::string test = "both";     /* lat | bw | both */
 	std::string mode = "loopback"; /* loopback | server | client */
 	uint32_t size = 64;
@@ -66,8 +66,6 @@ struct perf_config : soft::soft_port_params {
 	uint32_t ctl_max_nap_us = 2000;
 	bool json = false;
 	bool use_imm = false;
-	std::vector<std::string> eal_args; /* used when none on the command line */
-	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
 	/* txonly: prepared destinations the client cycles through (distinct
 	 * GIDs, each a static neighbour with its own AH), and in which order:
 	 * "rr" (round robin) or "random" (a permutation made before the loop). */

@@ -163,7 +163,7 @@ devargs = \"net_pcap0,rx_pcap=$tmp/q0.pcap,tx_pcap=$tmp/o0.pcap\"
 addresses = [\"10.0.0.1\"]
 qps = [{ qpn = 0x100 }, { qpn = 0x101 }]" --workers 2
 bad_case "unknown driver" 2 'unknown driver "ibverbs"' "$three" --driver ibverbs
-bad_case "[fwd] driver unknown" 2 'unknown driver "rxe"' '[fwd]
+bad_case "[fwd] driver unknown" 2 "bad.toml:2:10: key 'fwd.driver': expected one of \"soft\", \"verbs\"" '[fwd]
 driver = "rxe"'
 bad_case "a [[port]] on an RDMA driver" 2 "driver verbs serves the \[rdma\] device" "$three" --driver verbs
 for d in verbs mlx5 efa; do
