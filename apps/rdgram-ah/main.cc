@@ -113,6 +113,8 @@ int main(int argc, char **argv)
 	ins.add("--flows", c.flows, "AHs per destination, each with its own flow label [1]").range(1u, 1u << 20);
 	ins.add("--release", c.release, "of the AHs created, destroy this many again (cached, refcount 0) [1]")
 		.range(0u, 1u << 24);
+	ins.add("--timeout", c.timeout_s, "on a DPDK port: seconds to wait for the link, and for neighbours [30]")
+		.range(0.1, 3600.0);
 
 	cli::command ben = app.subcommand("bench", "AH create rates (one by one, batched, reuse) and lookup rate");
 	ben.add("--count", c.count, "AHs per phase (three disjoint sets: needs capacity >= 3 x count) [10000]")
