@@ -256,7 +256,8 @@ void print_storm(const ah_app_config &c, const storm_result &res, const std::vec
 		       "\"resolved\":%s,\"all_ready\":%s,\"ready\":%zu,\"create_seconds\":%.6f,\"creates_per_second\":"
 		       "%.0f,\"all_ready_ms\":%.3f,\"ready_p50_ms\":%.3f,\"ready_p99_ms\":%.3f,\"watch_scans\":%lu,"
 		       "\"registry_memory_bytes\":%lu,\"bytes_per_ah_full\":%.1f,\"failed\":{",
-		       n, ok, nd, c.batch, c.storm_resolve || !c.port.devargs.empty() ? "true" : "false", res.all_ready ? "true" : "false",
+		       n, ok, nd, c.batch, c.storm_resolve || !c.port.devargs.empty() ? "true" : "false",
+		       res.all_ready ? "true" : "false",
 		       lat.size(), created_s, created_s > 0 ? ok / created_s : 0.0, res.all_ready_ms, q(0.5) / 1e3,
 		       q(0.99) / 1e3, (unsigned long)res.scans, (unsigned long)grown,
 		       s.capacity ? double(grown) / double(s.capacity) : 0.0);

@@ -68,7 +68,8 @@ int main(int argc, char **argv)
 	cli::parser app{"rdgram-ah",
 			"rdgram-ah: inspect the AH registry, measure AH creation and lookup, and run an AH storm, "
 			"on the soft RoCEv2 driver (an in-process net_ring pair: this host and a peer that "
-			"answers ARP/ND; or the DPDK port of the [port] table's devargs, the peer at its other end).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
+			"answers ARP/ND; or the DPDK port of the [port] table's devargs, the peer at its other "
+			"end).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
 			34};
 	app.require_subcommand(1);
 	app.config("-c,--config", "TOML config file (see config/rdgram-ah.toml); options override it",
@@ -182,14 +183,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (drv != apps::driver_kind::soft) {
-		/* The tool's host is a pair of soft devices on a ring pair, the
-		 * peer answering ARP/ND, and inspect prints the soft AV (the
-		 * frame header template); a verbs, mlx5 or EFA device resolves
-		 * neighbours in the kernel or the device and has AVs of its
-		 * own, with no peer to host here. */
-		fprintf(stderr, "rdgram-ah: driver %s: rdgram-ah runs its host and the ARP/ND peer as two soft devices "
-				"on an in-process ring pair; it has no %s host (run rdgram-coll or rdgram-perf on it "
-				"for AH storms there)\n", c.driver.c_str(), c.driver.c_str());
+		/* The tool's host is a soft device (on a ring pair with a soft
+		 * peer answering ARP/ND, or on a DPDK port), and inspect prints
+		 * the soft AV (the frame header template); a verbs, mlx5 or EFA
+		 * device resolves neighbours in the kernel or the device and has
+		 * AVs of its own. */
+		fprintf(stderr, "rdgram-ah: driver %s: rdgram-ah runs its host as a soft device (on an in-process "
+				"ring pair with an ARP/ND peer, or on a DPDK port); it has no %s host (run rdgram-coll "
+				"or rdgram-perf on it for AH storms there)\n", c.driver.c_str(), c.driver.c_str());
 		return 2;
 	}
 	const ah_dests dests = plan_dests(c, ins.parsed(), sto.parsed(), storm_n);

@@ -12,7 +12,7 @@
 #   rdgram-verbs  ibv_devinfo shows the device, ibv_ud_pingpong runs on it
 #   rdgram-ah     inspect: resolves the peer's IPv4 and IPv6 address by
 #                 ARP/ND, sends each AH a datagram, which rdgram-fwd on the
-#                 other end reflects back
+#                 other end reflects back; storm: 1000 AHs to them, all ready
 # Usage: port_table.sh PERF FWD COLL MCAST VERBS AH
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -157,6 +157,21 @@ if [ $prc -eq 0 ] && [ $arc -eq 0 ] &&
   ok "rdgram-ah inspect on the table: 4 AHs resolved by ARP/ND,$(echo "$dg" | sed 's/^ datagrams://')"
 else
   bad "rdgram-ah"; show rdgram-ah $arc "$tmp/app.out"; show rdgram-fwd $prc "$tmp/peer.out"
+fi
+new_case
+same_table
+bg "${cpu_app[@]}" timeout 60 "$ah" -c "$tmp/port.toml" storm 1000 --to 10.0.0.2 --to fd00::2 --max-ah 4096 \
+  --timeout 20
+wait_memif
+"${cpu_peer[@]}" timeout 60 "$fwd" -c "$tmp/peer.toml" --idle-exit 2 --duration 40 >"$tmp/peer.out" 2>&1
+prc=$?
+wait "$app"
+arc=$?
+if [ $prc -eq 0 ] && [ $arc -eq 0 ] && grep -q 'ready in the destination cache: 1000 of 1000' "$tmp/app.out" &&
+  grep -q 'the port gave .*: closed$' "$tmp/app.out" && grep -q 'ARP/ND replies sent 2' "$tmp/peer.out"; then
+  ok "rdgram-ah storm on the table: 1000 AHs to 2 destinations resolved by ARP/ND, all ready"
+else
+  bad "rdgram-ah storm"; show rdgram-ah $arc "$tmp/app.out"; show rdgram-fwd $prc "$tmp/peer.out"
 fi
 
 # rdgram-verbs: the table's port is the verbs device "edge".
