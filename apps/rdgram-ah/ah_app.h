@@ -11,7 +11,18 @@
 #include <string>
 #include <vector>
 
+#include "rdgram/wire.h"
+#include "soft_config_toml.h"
+
 namespace rdgram::ahtool {
+
+/* rdgram-ah's defaults of a port table: an AH table of 2^20. */
+inline soft::port_config default_port()
+{
+	soft::port_config p;
+	p.max_ah = 1u << 20;
+	return p;
+}
 
 struct ah_app_config {
 	std::vector<std::string> eal_args; /* used when none on the command line */
@@ -20,10 +31,20 @@ struct ah_app_config {
 	uint32_t workers = 1;         /* poll threads, each with its queue of both devices */
 	bool ipv6 = false;            /* addresses: IPv6 (fd00::/16) instead of IPv4 */
 	uint32_t capacity = 65536;    /* AH registry capacity */
-	uint32_t max_ah = 1u << 20;   /* the soft device's AH table */
-	uint32_t neigh_ttl_ms = 30000; /* reachable lifetime of a resolved neighbour */
-	uint16_t vlan = 0;            /* 802.1Q VLAN of both ports (0: untagged) */
-	bool ecn = false;             /* ECT(0) on datagrams (soft_params.h) */
+	/* The local port: [port] or the first [[port]] (docs/PORTS.md). With
+	 * devargs, the local device is that DPDK port and its peer whatever
+	 * is on the other end; without, an in-process net_ring pair, the
+	 * table's settings (mac, addresses, vlan, ecn, max_ah, neigh_*) its
+	 * local end's, vlan and ecn the peer end's too. */
+	soft::port_config port = default_port();
+	/* On a DPDK port: the destinations (resolved by ARP/ND, or static
+	 * neighbours of the table), and the QP inspect sends one datagram
+	 * per AH to (rdgram-fwd reflects it back; rdgram-perf's server QP
+	 * is 0x100 too). Its Q_Key is the local QP's, so that a reflected
+	 * reply (sent with the reflector's own Q_Key) is received. */
+	std::vector<wire::gid> to;
+	uint32_t ping_qpn = 0x100;
+	uint32_t ping_qkey = 0x11111111;
 	double hold_s = 0;            /* keep running after the report (telemetry) */
 	bool json = false;
 	/* inspect */

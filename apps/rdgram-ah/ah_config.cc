@@ -22,11 +22,18 @@ void load_ah_config(const std::string &path, ah_app_config &c)
 		c.workers = uint32_t(t->get_int("workers", c.workers, 1, 128));
 		c.ipv6 = t->get_bool("ipv6", c.ipv6);
 		c.capacity = uint32_t(t->get_int("capacity", c.capacity, 1, 1 << 24));
-		c.max_ah = soft::get_soft_key(*t, "max_ah", c.max_ah);
-		c.neigh_ttl_ms = soft::get_soft_key(*t, "neigh_ttl_ms", c.neigh_ttl_ms);
-		if (t->has("vlan"))
-			c.vlan = uint16_t(soft::get_soft_key(*t, "vlan", 1));
-		c.ecn = t->get_bool("ecn", c.ecn);
+		/* Port settings: the port table's since it exists. */
+		for (const char *k : {"max_ah", "neigh_ttl_ms", "vlan", "ecn", "mac", "addresses"})
+			t->refuse_renamed(k, std::string("the port's settings are in [port] (") + k + ")");
+		for (const char *k : {"port", "devargs"})
+			t->refuse_renamed(k, "the port's DPDK device is 'devargs', in [port]");
+		if (t->has("to"))
+			c.to = t->get_ip_array("to");
+		for (const auto &g : c.to)
+			if (g.is_multicast() || g.is_zero())
+				t->fail("to", "unicast IPv4 or IPv6 addresses");
+		c.ping_qpn = uint32_t(t->get_int("ping_qpn", c.ping_qpn, 2, 0xfffffe));
+		c.ping_qkey = uint32_t(t->get_int("ping_qkey", c.ping_qkey, 0, 0x7fffffff));
 		c.hold_s = t->get_double("hold", c.hold_s, 0, 86400);
 		c.json = t->get_bool("json", c.json);
 		t->finish();
@@ -50,6 +57,11 @@ void load_ah_config(const std::string &path, ah_app_config &c)
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
 		t->finish();
 	}
+	/* The first port table is the local port (a single-port app). */
+	if (auto ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false,
+					      .addresses_required = false, .defaults = c.port, .extra = {}});
+	    !ports.empty())
+		c.port = ports[0];
 	r.finish();
 }
 

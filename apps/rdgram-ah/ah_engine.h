@@ -28,6 +28,28 @@ struct worker_arg {
 
 inline uint64_t lookup_until(host &h, const ah_key *keys, uint32_t n, uint64_t end, unsigned tid, uint64_t *hits);
 
+/* inspect on a DPDK port: one datagram to each of h.ping_keys, to the
+ * peer's QP c.ping_qpn, through the AH client (a destination not yet
+ * resolved waits in its pending queue; one that fails is dropped and
+ * counted there). What the port does not take now is given again on the
+ * next loop. (Worker 0's poll thread.) */
+inline void send_pings(host &h, ah_worker &w, uint64_t now)
+{
+	static constexpr char payload[] = "rdgram-ah";
+	while (w.ping_given < h.ping_n) {
+		const uint16_t m = uint16_t(std::min<uint32_t>(32, h.ping_n - w.ping_given));
+		send_wr wrs[32];
+		for (uint16_t i = 0; i < m; i++)
+			wrs[i] = send_wr{ah_null, h.c->ping_qpn, h.c->ping_qkey, nullptr, payload, sizeof(payload), 0,
+					 send_inline};
+		const uint16_t k = w.cl.send_burst(w.ql, h.ping_keys + w.ping_given, wrs, m, now);
+		w.ping_given += k;
+		if (k < m)
+			return;
+	}
+	w.ping_done.store(true, std::memory_order_release);
+}
+
 /* A poll thread: queue w.index of both devices (and its AH client), its
  * share of the storm's readiness watch, bench's lookups when asked. No
  * syscall, no lock, no allocation in the loop. */
@@ -43,13 +65,24 @@ inline int worker_main(void *arg)
 	uint32_t rd = 0, wr = 0; /* watch: read and write positions in this pass */
 	while (!h->stop.load(std::memory_order_acquire)) {
 		const uint64_t now = rte_get_tsc_cycles();
-		for (soft::soft_queue *q : {&w.ql, &w.qp}) {
-			const uint16_t n = q->rx_burst(wc, 32);
+		/* The local QP's datagrams are the peer's replies (inspect on a
+		 * DPDK port): counted, freed. */
+		const uint16_t got = w.ql.rx_burst(wc, 32);
+		for (uint16_t i = 0; i < got; i++)
+			rte_pktmbuf_free(wc[i].mbuf);
+		if (got != 0)
+			w.replies.store(w.replies.load(std::memory_order_relaxed) + got, std::memory_order_release);
+		w.ql.tx_flush();
+		if (w.qp_up) {
+			const uint16_t n = w.qp.rx_burst(wc, 32);
 			for (uint16_t i = 0; i < n; i++)
 				rte_pktmbuf_free(wc[i].mbuf);
-			q->tx_flush();
+			w.qp.tx_flush();
 		}
 		w.cl.poll(w.ql, now);
+		if (w.index == 0 && h->ping_go.load(std::memory_order_acquire) &&
+		    !w.ping_done.load(std::memory_order_relaxed))
+			send_pings(*h, w, now);
 		if (h->watching.load(std::memory_order_acquire) && !w.watch_done.load(std::memory_order_relaxed)) {
 			/* One bulk lookup per loop: the queues stay polled while a
 			 * large storm is watched. */
@@ -90,14 +123,16 @@ inline int worker_main(void *arg)
 			w.bench_done.store(true, std::memory_order_release);
 		}
 		w.pub_l.maybe_publish(w.ql.counters(), &w.cl, now);
-		w.pub_p.maybe_publish(w.qp.counters(), nullptr, now);
+		if (w.qp_up)
+			w.pub_p.maybe_publish(w.qp.counters(), nullptr, now);
 		rte_rcu_qsbr_quiescent(h->rt.qsbr(), tid);
 		/* A plain store (one writer): the modes wait on it to know the
 		 * worker has left the watch arrays. */
 		w.loops.store(w.loops.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
 	}
 	w.pub_l.publish(w.ql.counters(), &w.cl, rte_get_tsc_cycles());
-	w.pub_p.publish(w.qp.counters(), nullptr, rte_get_tsc_cycles());
+	if (w.qp_up)
+		w.pub_p.publish(w.qp.counters(), nullptr, rte_get_tsc_cycles());
 	poll_thread_offline(h->rt.qsbr(), tid);
 	return 0;
 }

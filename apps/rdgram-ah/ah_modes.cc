@@ -37,7 +37,7 @@ reg_summary summary(host &h)
 		s.reused = r.stats().reused;
 		s.evicted = r.stats().evicted;
 		s.failed = r.stats().failed;
-		s.device_live = h.local.live_ahs();
+		s.device_live = h.local->live_ahs();
 	});
 	return s;
 }
@@ -46,16 +46,50 @@ reg_summary summary(host &h)
 
 /* ---- inspect ------------------------------------------------------------ */
 
-int run_inspect(host &h, inspect_result *res)
+namespace {
+
+/* inspect on a DPDK port: worker 0 sends one datagram per AH created (to
+ * the peer's QP c.ping_qpn) and counts what comes back to the local QP,
+ * until every one was answered or 2 s (at most --timeout) passed. */
+void ping_peer(host &h, const std::vector<ibv_ah_attr> &attrs, const std::vector<int> &errs, inspect_result *res)
+{
+	const ah_app_config &c = *h.c;
+	std::vector<ah_key> keys;
+	for (size_t i = 0; i < attrs.size(); i++)
+		if (errs[i] == 0)
+			keys.push_back(ah_key::of(attrs[i]));
+	ah_worker &w = *h.workers[0];
+	h.ping_keys = keys.data();
+	h.ping_n = uint32_t(keys.size());
+	const uint64_t r0 = w.replies.load(std::memory_order_acquire);
+	const double hz = double(rte_get_tsc_hz());
+	const uint64_t end = rte_get_tsc_cycles() + uint64_t(std::min(c.timeout_s, 2.0) * hz);
+	h.ping_go.store(true, std::memory_order_release);
+	while (rte_get_tsc_cycles() < end &&
+	       (!w.ping_done.load(std::memory_order_acquire) ||
+		w.replies.load(std::memory_order_acquire) - r0 < keys.size()))
+		rte_delay_us_sleep(200);
+	h.ping_go.store(false, std::memory_order_release);
+	/* The keys stay valid until worker 0 has begun an iteration after
+	 * the store above (two increments: the current one may predate it). */
+	const uint64_t l0 = w.loops.load(std::memory_order_seq_cst);
+	while (w.loops.load(std::memory_order_seq_cst) < l0 + 2)
+		rte_delay_us_sleep(50);
+	res->pinged = h.ping_n;
+	res->ping_given = w.ping_given;
+	res->replies = w.replies.load(std::memory_order_acquire) - r0;
+	h.ping_keys = nullptr;
+}
+
+} // namespace
+
+int run_inspect(host &h, const std::vector<wire::gid> &dests, inspect_result *res)
 {
 	const ah_app_config &c = *h.c;
 	std::vector<ibv_ah_attr> attrs;
-	for (uint32_t f = 0; f < c.flows; f++) {
-		for (uint32_t d = 0; d < c.dests; d++)
-			attrs.push_back(attr_to(addr_of(c.ipv6, 2, d + 1), f));
-		for (uint32_t d = 0; d < c.resolved; d++)
-			attrs.push_back(attr_to(addr_of(c.ipv6, 3, d + 1), f));
-	}
+	for (uint32_t f = 0; f < c.flows; f++)
+		for (const auto &d : dests)
+			attrs.push_back(attr_to(h, d, f));
 	const unsigned n = unsigned(attrs.size());
 	std::vector<ah_handle> hs(n);
 	std::vector<int> errs(n);
@@ -69,6 +103,8 @@ int run_inspect(host &h, inspect_result *res)
 				strerror(errs[i]));
 			status = 1;
 		}
+	if (h.on_port)
+		ping_peer(h, attrs, errs, res);
 	/* The last `release` AHs are destroyed again: the registry keeps them
 	 * cached (refcount 0, evictable in LRU order). */
 	uint32_t released = 0;
@@ -82,8 +118,8 @@ int run_inspect(host &h, inspect_result *res)
 			inspect_row r{k, ah, refs, false, {}, {}};
 			wire::gid g;
 			memcpy(g.raw, k.dgid, 16);
-			r.have_neigh = h.local.neighbour_info(g, &r.n);
-			const soft::soft_av &av = h.local.ahs().av_at(ah.slot);
+			r.have_neigh = h.local->neighbour_info(g, &r.n);
+			const soft::soft_av &av = h.local->ahs().av_at(ah.slot);
 			const size_t len = av.l3 == 4 ? wire::addr_len_v4 : sizeof(av.hdr);
 			r.av.assign(av.hdr, av.hdr + len);
 			rows.push_back(std::move(r));
@@ -119,7 +155,7 @@ int run_bench(host &h, bench_result *res)
 		std::vector<ibv_ah_attr> a(n);
 		const uint32_t per = (n + ndest - 1) / ndest;
 		for (uint32_t i = 0; i < n; i++)
-			a[i] = attr_to(addr_of(c.ipv6, 2, i % ndest + 1), set * per + i / ndest);
+			a[i] = attr_to(h, addr_of(c.ipv6, 2, i % ndest + 1), set * per + i / ndest);
 		return a;
 	};
 	std::vector<ah_handle> hs(n);
@@ -204,7 +240,7 @@ int run_storm(host &h, uint32_t n, const std::vector<wire::gid> &dests, storm_re
 	std::vector<ibv_ah_attr> attrs(n);
 	std::vector<ah_key> keys(n);
 	for (uint32_t i = 0; i < n; i++) {
-		attrs[i] = attr_to(dests[i % nd], i / nd);
+		attrs[i] = attr_to(h, dests[i % nd], i / nd);
 		keys[i] = ah_key::of(attrs[i]);
 	}
 	std::vector<uint64_t> ready(n, 0);

@@ -9,11 +9,13 @@
 #include <cstring>
 #include <string>
 
+#include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ring.h>
 
 #include "ah_report.h"
 #include "latency_hist.h"
+#include "soft_port.h"
 #include "rdgram/config.h"
 
 namespace rdgram::ahtool {
@@ -50,17 +52,35 @@ std::vector<worker_frames> worker_accounting(const host &h)
 	std::vector<worker_frames> out;
 	auto in_of = [](const soft::soft_counters &k) { return k.rx_pkts + k.rx_to_control + k.rx_drops(); };
 	auto out_of = [](const soft::soft_counters &k) { return k.tx_pkts + k.tx_control; };
+	rte_eth_stats st{};
+	if (h.on_port && soft::port_stats(h.port.port_id(), &st) != 0)
+		fprintf(stderr, "rdgram-ah: the port's statistics cannot be read: the accounting below is open\n");
 	for (const auto &w : h.workers) {
 		worker_frames f{};
 		f.index = w->index;
 		f.lcore = w->where.lcore;
+		f.on_port = h.on_port;
+		f.client_drops = w->cl.counters().drops();
+		f.client_waiting = w->cl.waiting_messages();
 		f.local_sent = out_of(w->ql.counters());
-		f.peer_in = in_of(w->qp.counters());
-		f.left_lp = w->ring_lp ? rte_ring_count(w->ring_lp) : 0;
-		f.peer_sent = out_of(w->qp.counters());
 		f.local_in = in_of(w->ql.counters());
-		f.left_pl = w->ring_pl ? rte_ring_count(w->ring_pl) : 0;
-		f.closed = f.local_sent == f.peer_in + f.left_lp && f.peer_sent == f.local_in + f.left_pl;
+		if (h.on_port) {
+			/* One queue: the port's totals (a PMD need not fill the
+			 * per-queue figures); several: queue i's. */
+			const bool one = h.workers.size() == 1;
+			const unsigned q = w->index;
+			const bool have_q = q < RTE_ETHDEV_QUEUE_STAT_CNTRS;
+			f.peer_in = one ? st.opackets : have_q ? st.q_opackets[q] : 0;
+			f.peer_sent = one ? st.ipackets : have_q ? st.q_ipackets[q] : 0;
+			f.left_lp = w->ql.counters().tx_control_dropped;
+			f.closed = f.local_sent == f.peer_in && f.peer_sent == f.local_in;
+		} else {
+			f.peer_in = in_of(w->qp.counters());
+			f.left_lp = w->ring_lp ? rte_ring_count(w->ring_lp) : 0;
+			f.peer_sent = out_of(w->qp.counters());
+			f.left_pl = w->ring_pl ? rte_ring_count(w->ring_pl) : 0;
+			f.closed = f.local_sent == f.peer_in + f.left_lp && f.peer_sent == f.local_in + f.left_pl;
+		}
 		out.push_back(f);
 	}
 	return out;
@@ -71,15 +91,27 @@ namespace {
 std::string frames_json(const std::vector<worker_frames> &wf)
 {
 	std::string js = "\"workers\":[";
-	char b[384];
+	char b[512];
 	for (size_t i = 0; i < wf.size(); i++) {
 		const worker_frames &f = wf[i];
-		snprintf(b, sizeof(b),
-			 "%s{\"worker\":%u,\"lcore\":%u,\"local_sent\":%lu,\"peer_received\":%lu,\"left_to_peer\":%lu,"
-			 "\"peer_sent\":%lu,\"local_received\":%lu,\"left_to_local\":%lu,\"accounting\":\"%s\"}",
-			 i ? "," : "", f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in,
-			 (unsigned long)f.left_lp, (unsigned long)f.peer_sent, (unsigned long)f.local_in,
-			 (unsigned long)f.left_pl, f.closed ? "closed" : "open");
+		if (f.on_port)
+			snprintf(b, sizeof(b),
+				 "%s{\"worker\":%u,\"lcore\":%u,\"sent\":%lu,\"port_took\":%lu,"
+				 "\"tx_control_dropped\":%lu,\"port_gave\":%lu,\"received\":%lu,\"client_dropped\":%lu,"
+				 "\"client_waiting\":%lu,\"accounting\":\"%s\"}",
+				 i ? "," : "", f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in,
+				 (unsigned long)f.left_lp, (unsigned long)f.peer_sent, (unsigned long)f.local_in,
+				 (unsigned long)f.client_drops, (unsigned long)f.client_waiting,
+				 f.closed ? "closed" : "open");
+		else
+			snprintf(b, sizeof(b),
+				 "%s{\"worker\":%u,\"lcore\":%u,\"local_sent\":%lu,\"peer_received\":%lu,"
+				 "\"left_to_peer\":%lu,\"peer_sent\":%lu,\"local_received\":%lu,\"left_to_local\":%lu,"
+				 "\"client_dropped\":%lu,\"client_waiting\":%lu,\"accounting\":\"%s\"}",
+				 i ? "," : "", f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in,
+				 (unsigned long)f.left_lp, (unsigned long)f.peer_sent, (unsigned long)f.local_in,
+				 (unsigned long)f.left_pl, (unsigned long)f.client_drops,
+				 (unsigned long)f.client_waiting, f.closed ? "closed" : "open");
 		js += b;
 	}
 	return js + "]";
@@ -87,12 +119,23 @@ std::string frames_json(const std::vector<worker_frames> &wf)
 
 void print_frames(const std::vector<worker_frames> &wf)
 {
-	for (const worker_frames &f : wf)
-		printf(" worker %u (lcore %u): frames local -> peer %lu = %lu received + %lu left; peer -> local %lu = "
-		       "%lu received + %lu left: %s\n",
-		       f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in, (unsigned long)f.left_lp,
-		       (unsigned long)f.peer_sent, (unsigned long)f.local_in, (unsigned long)f.left_pl,
-		       f.closed ? "closed" : "OPEN");
+	for (const worker_frames &f : wf) {
+		if (f.on_port)
+			printf(" worker %u (lcore %u): frames sent %lu = %lu the port took (+ %lu control frames it "
+			       "refused, freed); the port gave %lu = %lu received: %s\n",
+			       f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in,
+			       (unsigned long)f.left_lp, (unsigned long)f.peer_sent, (unsigned long)f.local_in,
+			       f.closed ? "closed" : "OPEN");
+		else
+			printf(" worker %u (lcore %u): frames local -> peer %lu = %lu received + %lu left; peer -> "
+			       "local %lu = %lu received + %lu left: %s\n",
+			       f.index, f.lcore, (unsigned long)f.local_sent, (unsigned long)f.peer_in,
+			       (unsigned long)f.left_lp, (unsigned long)f.peer_sent, (unsigned long)f.local_in,
+			       (unsigned long)f.left_pl, f.closed ? "closed" : "OPEN");
+		if (f.client_drops != 0 || f.client_waiting != 0)
+			printf(" worker %u: AH client dropped %lu messages, %lu still waiting\n", f.index,
+			       (unsigned long)f.client_drops, (unsigned long)f.client_waiting);
+	}
 }
 
 } // namespace
@@ -108,7 +151,7 @@ void print_inspect(const ah_app_config &c, const inspect_result &res, const std:
 	auto ttl_str = [&](const inspect_row &r) -> std::string {
 		if (!r.have_neigh || r.n.state == soft::neigh_state::static_)
 			return "-";
-		return std::to_string(c.neigh_ttl_ms);
+		return std::to_string(c.port.neigh_ttl_ms);
 	};
 	/* What is left of it: reachable entries only (stale ones are being
 	 * re-resolved, static ones never expire). */
@@ -137,7 +180,11 @@ void print_inspect(const ah_app_config &c, const inspect_result &res, const std:
 			       ttl_str(r) == "-" ? "null" : ttl_str(r).c_str(),
 			       left_str(r) == "-" ? "null" : left_str(r).c_str(), av.size() / 2, av.c_str());
 		}
-		printf("],%s}\n", frames_json(wf).c_str());
+		printf("]");
+		if (res.pinged != 0)
+			printf(",\"datagrams\":{\"to_qpn\":%u,\"asked\":%u,\"given\":%u,\"replies\":%lu}",
+			       c.ping_qpn, res.pinged, res.ping_given, (unsigned long)res.replies);
+		printf(",%s}\n", frames_json(wf).c_str());
 	} else {
 		printf(" registry: %lu live of %lu (%lu held, %lu cached), %lu bytes, created %lu, reused %lu, "
 		       "evicted %lu, failed %lu\n",
@@ -154,6 +201,10 @@ void print_inspect(const ah_app_config &c, const inspect_result &res, const std:
 			       r.refs, neigh_str(r).c_str(), ttl_str(r).c_str(), left_str(r).c_str(),
 			       hex(r.av.data(), r.av.size()).c_str());
 		}
+		if (res.pinged != 0)
+			printf(" datagrams: %u to the peer's QP 0x%x (one per AH), %u handed to the AH client, %lu "
+			       "replies received\n",
+			       res.pinged, c.ping_qpn, res.ping_given, (unsigned long)res.replies);
 		print_frames(wf);
 	}
 }
@@ -205,7 +256,8 @@ void print_storm(const ah_app_config &c, const storm_result &res, const std::vec
 		       "\"resolved\":%s,\"all_ready\":%s,\"ready\":%zu,\"create_seconds\":%.6f,\"creates_per_second\":"
 		       "%.0f,\"all_ready_ms\":%.3f,\"ready_p50_ms\":%.3f,\"ready_p99_ms\":%.3f,\"watch_scans\":%lu,"
 		       "\"registry_memory_bytes\":%lu,\"bytes_per_ah_full\":%.1f,\"failed\":{",
-		       n, ok, nd, c.batch, c.storm_resolve ? "true" : "false", res.all_ready ? "true" : "false",
+		       n, ok, nd, c.batch, c.storm_resolve || !c.port.devargs.empty() ? "true" : "false",
+		       res.all_ready ? "true" : "false",
 		       lat.size(), created_s, created_s > 0 ? ok / created_s : 0.0, res.all_ready_ms, q(0.5) / 1e3,
 		       q(0.99) / 1e3, (unsigned long)res.scans, (unsigned long)grown,
 		       s.capacity ? double(grown) / double(s.capacity) : 0.0);
@@ -226,7 +278,10 @@ void print_storm(const ah_app_config &c, const storm_result &res, const std::vec
 		printf("],%s,\"registry\":%s}\n", frames_json(wf).c_str(), summary_json(s).c_str());
 	} else {
 		printf(" storm: %u AHs to %u destinations (%s), batches of %u\n", n, nd,
-		       c.storm_resolve ? "resolved by ARP/ND" : "static neighbours", c.batch);
+		       !c.port.devargs.empty() ? "on the port: ARP/ND, or the table's static neighbours"
+		       : c.storm_resolve       ? "resolved by ARP/ND"
+					       : "static neighbours",
+		       c.batch);
 		printf("  created %u in %.3f s (%.0f /s)\n", ok, created_s, created_s > 0 ? ok / created_s : 0.0);
 		printf("  ready in the destination cache: %zu of %u; all ready after %.3f ms\n", lat.size(), n,
 		       res.all_ready_ms);

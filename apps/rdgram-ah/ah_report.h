@@ -32,6 +32,11 @@ struct inspect_row {
 
 struct inspect_result {
 	unsigned requested = 0, created = 0, released = 0;
+	/* On a DPDK port: datagrams asked to the peer (one per AH created),
+	 * handed to the AH client (sent, waiting or dropped there), and the
+	 * datagrams the local QP received while they were answered. */
+	uint32_t pinged = 0, ping_given = 0;
+	uint64_t replies = 0;
 	std::vector<inspect_row> rows; /* in slot order */
 	reg_summary reg{};
 };
@@ -75,15 +80,23 @@ struct storm_result {
 	reg_summary reg{};
 };
 
-/* Each poll thread's frames once they stopped: what its queue of each
- * device sent (tx_pkts + tx_control) against what the other device's
- * queue of the same index took in (rx_pkts + rx_to_control + rx drops)
- * plus what was left in the ring between them. */
+/* Each poll thread's frames once they stopped. On the ring pair: what
+ * its queue of each device sent (tx_pkts + tx_control) against what the
+ * other device's queue of the same index took in (rx_pkts + rx_to_control
+ * + rx drops) plus what was left in the ring between them. On a DPDK port
+ * (on_port): what its queue sent against what the port took from it
+ * (peer_in: the port's opackets of that queue; the port's total with one
+ * queue), the control frames the port refused (left_lp: freed, named
+ * tx_control_dropped), and what the port gave it (peer_sent: ipackets)
+ * against what it took in (local_in). With it, the AH client's: messages
+ * dropped by reason (ah_client_counters) and still waiting. */
 struct worker_frames {
 	unsigned index, lcore;
 	uint64_t local_sent, peer_in, left_lp;
 	uint64_t peer_sent, local_in, left_pl;
 	bool closed;
+	bool on_port;
+	uint64_t client_drops, client_waiting;
 };
 /* (The workers stopped.) */
 std::vector<worker_frames> worker_accounting(const host &h);
@@ -91,7 +104,7 @@ std::vector<worker_frames> worker_accounting(const host &h);
 /* The modes (beside the running poll threads). Each returns 0, or 1 when
  * something failed (printed on stderr); bench 2 when it cannot run (the
  * capacity: nothing measured, nothing to report). */
-int run_inspect(host &h, inspect_result *r);
+int run_inspect(host &h, const std::vector<wire::gid> &dests, inspect_result *r);
 int run_bench(host &h, bench_result *r);
 int run_storm(host &h, uint32_t n, const std::vector<wire::gid> &dests, storm_result *r);
 

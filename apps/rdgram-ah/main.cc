@@ -8,9 +8,13 @@
  * It runs the AH registry and service of one host (a soft RoCEv2 device,
  * "local") whose peer (a second soft device, "peer") sits on the other end
  * of an in-process net_ring pair and answers ARP/ND for the addresses that
- * are resolved dynamically. --workers poll threads (default 1) each poll
- * their queue of both devices (neighbour frames travel through queue 0's)
- * with their own AH client; in storm they share the watch of the
+ * are resolved dynamically; or, when the port table ([port], docs/PORTS.md)
+ * has devargs (--port), whose local device is that DPDK port and whose
+ * peer is the program on the other end of the link (inspect and storm to
+ * the addresses --to names; inspect sends each AH one datagram to the
+ * peer's QP --ping-qpn and counts the replies). --workers poll threads
+ * (default 1) each poll their queue of the device(s) (neighbour frames
+ * travel through queue 0's) with their own AH client; in storm they share the watch of the
  * destination cache for each new AH becoming visible to the data path
  * (key k watched by worker k % N), in bench they all run the lookups at
  * once. Only the soft driver serves it (--driver: one line why not).
@@ -42,6 +46,7 @@
 #include "ah_report.h"
 #include "cli.h"
 #include "driver.h"
+#include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
 
@@ -63,7 +68,8 @@ int main(int argc, char **argv)
 	cli::parser app{"rdgram-ah",
 			"rdgram-ah: inspect the AH registry, measure AH creation and lookup, and run an AH storm, "
 			"on the soft RoCEv2 driver (an in-process net_ring pair: this host and a peer that "
-			"answers ARP/ND).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
+			"answers ARP/ND; or the DPDK port of the [port] table's devargs, the peer at its other "
+			"end).\nUsage: rdgram-ah [EAL args --] inspect|bench|storm N [options]",
 			34};
 	app.require_subcommand(1);
 	app.config("-c,--config", "TOML config file (see config/rdgram-ah.toml); options override it",
@@ -74,9 +80,24 @@ int main(int argc, char **argv)
 
 	app.flag("--ipv6", c.ipv6, "use IPv6 addresses (fd00::/16) instead of IPv4 (10/8) [off]");
 	app.add("--capacity", c.capacity, "AH registry capacity [65536]").range(1u, 1u << 24);
-	app.add("--max-ah", c.max_ah, "the soft device's AH table size (max_ah) [1048576]").range(1u, 1u << 24);
-	app.add("--neigh-ttl-ms", c.neigh_ttl_ms, "lifetime of a resolved neighbour before re-resolution [30000]")
+	app.add("--max-ah", c.port.max_ah, "the soft device's AH table size (the port table's max_ah) [1048576]")
+		.range(1u, 1u << 24);
+	app.add("--neigh-ttl-ms", c.port.neigh_ttl_ms,
+		"lifetime of a resolved neighbour before re-resolution (the port table's neigh_ttl_ms) [30000]")
 		.range(1u, 86400000u);
+	app.add("--port", c.port.devargs,
+		"the local device's DPDK port (the port table's devargs, e.g. net_memif0,role=client,socket=...); "
+		"the peer is what is on its other end [none: an in-process net_ring pair]");
+	std::vector<std::string> to_args;
+	app.add("--to", to_args,
+		"on a DPDK port: a destination address (repeat for several) of inspect and storm [the table's "
+		"'to', else its static neighbours]");
+	app.add("--ping-qpn", c.ping_qpn, "on a DPDK port: the peer's QP inspect sends each AH a datagram to "
+					  "(rdgram-fwd reflects it) [0x100]")
+		.range(2u, 0xfffffeu);
+	app.add("--ping-qkey", c.ping_qkey, "on a DPDK port: those datagrams' Q_Key, and the local QP's (a reply "
+					    "carries the replier's own) [0x11111111]")
+		.range(0u, 0x7fffffffu);
 	app.add("--driver", c.driver, "the driver: soft (the only one this tool serves: see docs/APPS.md) [soft]");
 	app.add("--workers", c.workers,
 		"poll threads, each on its own lcore with its own queue of both devices and its own AH client; "
@@ -93,6 +114,8 @@ int main(int argc, char **argv)
 	ins.add("--flows", c.flows, "AHs per destination, each with its own flow label [1]").range(1u, 1u << 20);
 	ins.add("--release", c.release, "of the AHs created, destroy this many again (cached, refcount 0) [1]")
 		.range(0u, 1u << 24);
+	ins.add("--timeout", c.timeout_s, "on a DPDK port: seconds to wait for the link, and for neighbours [30]")
+		.range(0.1, 3600.0);
 
 	cli::command ben = app.subcommand("bench", "AH create rates (one by one, batched, reuse) and lookup rate");
 	ben.add("--count", c.count, "AHs per phase (three disjoint sets: needs capacity >= 3 x count) [10000]")
@@ -119,11 +142,32 @@ int main(int argc, char **argv)
 
 	if (int rc = app.parse(sa.app); rc >= 0)
 		return rc;
-	if (ins.parsed() && c.dests + c.resolved == 0) {
+	if (!to_args.empty())
+		c.to.clear();
+	for (const std::string &a : to_args) {
+		wire::gid g;
+		if (!parse_ip(a, &g) || g.is_multicast() || g.is_zero()) {
+			fprintf(stderr, "rdgram-ah: --to %s: expected a unicast IPv4 or IPv6 address\n", a.c_str());
+			return 2;
+		}
+		c.to.push_back(g);
+	}
+	const bool on_port = !c.port.devargs.empty();
+	if (on_port && ben.parsed()) {
+		fprintf(stderr, "rdgram-ah: bench measures the registry and the dest_cache, with no peer: run it "
+				"without devargs (no --port)\n");
+		return 2;
+	}
+	if (on_port && (ins.parsed() || sto.parsed()) && c.to.empty() && c.port.neighbours.empty()) {
+		fprintf(stderr, "rdgram-ah: on a DPDK port, %s needs destinations: --to ADDR (the peer's address), "
+				"or static neighbours in the port table\n", ins.parsed() ? "inspect" : "storm");
+		return 2;
+	}
+	if (!on_port && ins.parsed() && c.dests + c.resolved == 0) {
 		fprintf(stderr, "rdgram-ah: nothing to create\n");
 		return 2;
 	}
-	if (sto.parsed() && c.storm_resolve && c.storm_dests > 1024) {
+	if (!on_port && sto.parsed() && c.storm_resolve && c.storm_dests > 1024) {
 		fprintf(stderr, "rdgram-ah: storm --resolve takes at most 1024 destinations (--dests)\n");
 		return 2;
 	}
@@ -139,14 +183,14 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (drv != apps::driver_kind::soft) {
-		/* The tool's host is a pair of soft devices on a ring pair, the
-		 * peer answering ARP/ND, and inspect prints the soft AV (the
-		 * frame header template); a verbs, mlx5 or EFA device resolves
-		 * neighbours in the kernel or the device and has AVs of its
-		 * own, with no peer to host here. */
-		fprintf(stderr, "rdgram-ah: driver %s: rdgram-ah runs its host and the ARP/ND peer as two soft devices "
-				"on an in-process ring pair; it has no %s host (run rdgram-coll or rdgram-perf on it "
-				"for AH storms there)\n", c.driver.c_str(), c.driver.c_str());
+		/* The tool's host is a soft device (on a ring pair with a soft
+		 * peer answering ARP/ND, or on a DPDK port), and inspect prints
+		 * the soft AV (the frame header template); a verbs, mlx5 or EFA
+		 * device resolves neighbours in the kernel or the device and has
+		 * AVs of its own. */
+		fprintf(stderr, "rdgram-ah: driver %s: rdgram-ah runs its host as a soft device (on an in-process "
+				"ring pair with an ARP/ND peer, or on a DPDK port); it has no %s host (run rdgram-coll "
+				"or rdgram-perf on it for AH storms there)\n", c.driver.c_str(), c.driver.c_str());
 		return 2;
 	}
 	const ah_dests dests = plan_dests(c, ins.parsed(), sto.parsed(), storm_n);
@@ -163,7 +207,8 @@ int main(int argc, char **argv)
 	if (status == 0)
 		status = pick_lcores(h, &lcores);
 	if (status == 0)
-		status = bring_up(h, lcores, dests.statics, dests.peer_addrs);
+		status = bring_up(h, lcores, dests.statics, dests.peer_addrs,
+				  ins.parsed() ? dests.inspect : sto.parsed() ? dests.storm : dests.statics);
 	if (status == 0) {
 		/* The mode runs beside the poll threads; the report once they
 		 * stopped, with each one's frame accounting. */
@@ -172,7 +217,7 @@ int main(int argc, char **argv)
 		storm_result sr;
 		status = run_with_workers(h, [&] {
 			if (ins.parsed())
-				return run_inspect(h, &ir);
+				return run_inspect(h, dests.inspect, &ir);
 			if (ben.parsed())
 				return run_bench(h, &br);
 			return run_storm(h, storm_n, dests.storm, &sr);
@@ -198,7 +243,8 @@ int main(int argc, char **argv)
 				rte_delay_us_sleep(10000);
 		}
 	}
-	tear_down(h);
+	if (tear_down(h) != 0 && status == 0)
+		status = 1;
 	}
 	rt.fini();
 	return status;

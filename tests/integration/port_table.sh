@@ -10,11 +10,13 @@
 #   rdgram-coll   rank 0 of two processes (procs, TCP rendezvous)
 #   rdgram-mcast  a subscriber; a publisher sends to a group
 #   rdgram-verbs  ibv_devinfo shows the device, ibv_ud_pingpong runs on it
-# rdgram-ah takes no port (it makes its own net_ring pair): not here.
-# Usage: port_table.sh PERF FWD COLL MCAST VERBS
+#   rdgram-ah     inspect: resolves the peer's IPv4 and IPv6 address by
+#                 ARP/ND, sends each AH a datagram, which rdgram-fwd on the
+#                 other end reflects back; storm: 1000 AHs to them, all ready
+# Usage: port_table.sh PERF FWD COLL MCAST VERBS AH
 set -u
 . "$(dirname "$0")/lib.sh"
-perf=$1 fwd=$2 coll=$3 mcast=$4 verbs=$5
+perf=$1 fwd=$2 coll=$3 mcast=$4 verbs=$5 ah=$6
 tmp=$(mktemp -d)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$tmp"' EXIT
@@ -132,6 +134,44 @@ if [ $prc -eq 0 ] && [ $arc -eq 0 ] && [ "${got:-0}" -gt 0 ]; then
   ok "rdgram-mcast subscriber on the table: $(grep -m1 '^sub0: received' "$tmp/app.out")"
 else
   bad "rdgram-mcast"; show subscriber $arc "$tmp/app.out"; show publisher $prc "$tmp/peer.out"
+fi
+
+# rdgram-ah: inspect on the table's port, to the peer's two addresses (two
+# flow labels each: 4 AHs), one datagram per AH to rdgram-fwd's QP 0x100,
+# which reflects it. A small AH table on the command line (the table is
+# unchanged): the default 2^20 AVs take memory the case does not need.
+new_case
+same_table
+bg "${cpu_app[@]}" timeout 60 "$ah" -c "$tmp/port.toml" inspect --to 10.0.0.2 --to fd00::2 --flows 2 --max-ah 4096 \
+  --timeout 20
+wait_memif
+"${cpu_peer[@]}" timeout 60 "$fwd" -c "$tmp/peer.toml" --idle-exit 2 --duration 40 >"$tmp/peer.out" 2>&1
+prc=$?
+wait "$app"
+arc=$?
+dg=$(grep -m1 '^ datagrams:' "$tmp/app.out")
+if [ $prc -eq 0 ] && [ $arc -eq 0 ] &&
+  echo "$dg" | grep -q '4 to the peer.s QP 0x100 (one per AH), 4 handed to the AH client, 4 replies received' &&
+  [ "$(grep -c 'reachable' "$tmp/app.out")" -eq 4 ] && grep -q 'the port gave .*: closed$' "$tmp/app.out" &&
+  grep -Eq 'reflected 4,' "$tmp/peer.out"; then
+  ok "rdgram-ah inspect on the table: 4 AHs resolved by ARP/ND,$(echo "$dg" | sed 's/^ datagrams://')"
+else
+  bad "rdgram-ah"; show rdgram-ah $arc "$tmp/app.out"; show rdgram-fwd $prc "$tmp/peer.out"
+fi
+new_case
+same_table
+bg "${cpu_app[@]}" timeout 60 "$ah" -c "$tmp/port.toml" storm 1000 --to 10.0.0.2 --to fd00::2 --max-ah 4096 \
+  --timeout 20
+wait_memif
+"${cpu_peer[@]}" timeout 60 "$fwd" -c "$tmp/peer.toml" --idle-exit 2 --duration 40 >"$tmp/peer.out" 2>&1
+prc=$?
+wait "$app"
+arc=$?
+if [ $prc -eq 0 ] && [ $arc -eq 0 ] && grep -q 'ready in the destination cache: 1000 of 1000' "$tmp/app.out" &&
+  grep -q 'the port gave .*: closed$' "$tmp/app.out" && grep -q 'ARP/ND replies sent 2' "$tmp/peer.out"; then
+  ok "rdgram-ah storm on the table: 1000 AHs to 2 destinations resolved by ARP/ND, all ready"
+else
+  bad "rdgram-ah storm"; show rdgram-ah $arc "$tmp/app.out"; show rdgram-fwd $prc "$tmp/peer.out"
 fi
 
 # rdgram-verbs: the table's port is the verbs device "edge".

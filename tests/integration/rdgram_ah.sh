@@ -93,6 +93,32 @@ PY
 run -c "$cfgdir/rdgram-ah.toml" inspect >"$tmp/cfg.out" 2>&1 || { echo "FAIL: config run"; cat "$tmp/cfg.out"; fail=1; }
 grep -q 'registry: 12 live of 65536' "$tmp/cfg.out" || { echo "FAIL: config inspect"; cat "$tmp/cfg.out"; fail=1; }
 
+# A port table without devargs: its settings are the ring pair's local
+# end's (docs/PORTS.md): its MAC and address in every AV (the VLAN tag is
+# added as a frame leaves, so both ends on VLAN 78 is what lets the
+# resolved destination's ARP through).
+cat >"$tmp/port.toml" <<'EOF'
+[port]
+mac = "02:00:00:00:09:01"
+addresses = ["10.9.0.1", "fd09::1"]
+vlan = 78
+max_ah = 4096
+EOF
+run -c "$tmp/port.toml" --json inspect --dests 2 --resolved 1 >"$tmp/port.json" 2>"$tmp/port.err" \
+  || { echo "FAIL: inspect on a [port] table exit $?"; cat "$tmp/port.err"; fail=1; }
+/usr/bin/python3 - "$tmp/port.json" <<'PY' || fail=1
+import json, sys
+d = json.load(open(sys.argv[1]))
+e = d["entries"]
+# dst MAC, src MAC 02:00:00:00:09:01, IPv4 from 10.9.0.1; 10.3.0.1 resolved.
+ok = len(e) == 3 and all(x["av"][12:28] == "0200000009010800" and x["av"][52:60] == "0a090001" for x in e)
+ok = ok and [x["neighbour"] for x in e if x["dest"] == "10.3.0.1"] == ["reachable"]
+ok = ok and all(x["accounting"] == "closed" for x in d["workers"])
+if not ok:
+    sys.exit("FAIL: the [port] table's mac, vlan, address in the AVs: %s" % d)
+print("port table on the ring pair ok: %d AVs from 02:00:00:00:09:01, 10.9.0.1; resolved on VLAN 78" % len(e))
+PY
+
 # Refusals: one clear line on stderr, exit 2, before the EAL starts.
 # Two poll threads on -l 0,1 (the main lcore one of them): storm's watch
 # split between them (every key seen once, by the worker it belongs to),
@@ -140,10 +166,12 @@ fi
 printf '[ah]\ncapacity = "big"\n' >"$tmp/bad.toml"
 printf '[storm]\nbatchsize = 3\n' >"$tmp/unknown.toml"
 printf '[ah]\nworkers = 200\n' >"$tmp/workers.toml"
+printf '[ah]\nvlan = 78\n' >"$tmp/oldkey.toml"
 for bad in "storm" "storm 10 --bogus" "frobnicate" "storm 0" "--capacity 10 storm 100" \
            "-c $tmp/bad.toml inspect" "-c $tmp/unknown.toml inspect" "-c $tmp/none.toml inspect" \
            "storm 10 --resolve --dests 5000" "--driver verbs inspect" "--driver ib inspect" \
-           "--workers 0 storm 10" "-c $tmp/workers.toml inspect"; do
+           "--workers 0 storm 10" "-c $tmp/workers.toml inspect" "-c $tmp/oldkey.toml inspect" \
+           "--port net_null0 bench" "--port net_null0 inspect" "inspect --to 239.1.1.1"; do
   "$ah" -- $bad >"$tmp/bad.out" 2>"$tmp/bad.err"
   rc=$?
   lines=$(wc -l <"$tmp/bad.err")
@@ -154,7 +182,9 @@ for bad in "storm" "storm 10 --bogus" "frobnicate" "storm 0" "--capacity 10 stor
   fi
 done
 "$ah" --help >"$tmp/help" 2>&1 || { echo "FAIL: --help exit $?"; fail=1; }
-for opt in --capacity --max-ah --neigh-ttl-ms --hold --json --ipv6 --workers --driver; do
+"$ah" -- -c "$tmp/oldkey.toml" inspect 2>&1 | grep -q "unknown key 'ah.vlan': the port's settings are in \[port\] (vlan)" ||
+  { echo "FAIL: [ah] vlan does not name [port]"; fail=1; }
+for opt in --capacity --max-ah --neigh-ttl-ms --hold --json --ipv6 --workers --driver --port --to --ping-qpn; do
   grep -q -- "$opt" "$tmp/help" || { echo "FAIL: --help lacks $opt"; fail=1; }
 done
 exit $fail

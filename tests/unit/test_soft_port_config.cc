@@ -169,8 +169,8 @@ TEST(SoftPortConfig, ValuesApplied)
 	}
 }
 
-/* rdgram-coll's [port] and rdgram-ah's [ah] max_ah and neigh_ttl_ms: the
- * soft port's ranges and text under those apps' tables. */
+/* rdgram-coll's and rdgram-ah's [port]: the soft port's ranges and text,
+ * and rdgram-ah's own default AH table. */
 TEST(SoftPortConfig, OtherAppsTables)
 {
 	auto coll = [](const std::string &text) {
@@ -181,18 +181,27 @@ TEST(SoftPortConfig, OtherAppsTables)
 	};
 	EXPECT_EQ(coll("[port]\nmtu = 128\n"), "F:2:7: key 'port.mtu': expected an integer from 256 to 4096, got 128");
 	EXPECT_EQ(coll("[port]\nmtu = 1024\n"), "");
-	auto ah = [](const std::string &body) {
-		return error_of("[ah]\n" + body, [](const std::string &p) {
-			ahtool::ah_app_config c;
-			ahtool::load_ah_config(p, c);
-		});
+	ahtool::ah_app_config ac;
+	auto ah = [&](const std::string &text) {
+		ac = ahtool::ah_app_config{};
+		return error_of(text, [&](const std::string &p) { ahtool::load_ah_config(p, ac); });
 	};
-	EXPECT_EQ(ah("max_ah = 0\n"), "F:2:10: key 'ah.max_ah': expected an integer from 1 to 16777216, got 0");
-	EXPECT_EQ(ah("neigh_ttl_ms = 0\n"),
-		  "F:2:16: key 'ah.neigh_ttl_ms': expected an integer from 1 to 86400000, got 0");
-	EXPECT_EQ(ah("max_ah = 1024\nneigh_ttl_ms = 10\n"), "");
-	EXPECT_EQ(ah("vlan = 0\n"), "F:2:8: key 'ah.vlan': expected an integer from 1 to 4094, got 0");
-	EXPECT_EQ(ah("ecn = 2\n"), "F:2:7: key 'ah.ecn': expected true or false, got 2");
+	EXPECT_EQ(ah("[port]\nmax_ah = 0\n"), "F:2:10: key 'port.max_ah': expected an integer from 1 to 16777216, got 0");
+	EXPECT_EQ(ah("[port]\nneigh_ttl_ms = 0\n"),
+		  "F:2:16: key 'port.neigh_ttl_ms': expected an integer from 1 to 86400000, got 0");
+	EXPECT_EQ(ah("[port]\nvlan = 0\n"), "F:2:8: key 'port.vlan': expected an integer from 1 to 4094, got 0");
+	EXPECT_EQ(ah("[ah]\nworkers = 1\n"), "");
+	EXPECT_EQ(ac.port.max_ah, 1u << 20) << "rdgram-ah's own AH table when [port] gives none";
+	EXPECT_TRUE(ac.port.devargs.empty()) << "no table: its own net_ring pair";
+	EXPECT_EQ(ah("[port]\nmax_ah = 1024\nneigh_ttl_ms = 10\n"), "");
+	EXPECT_EQ(ac.port.max_ah, 1024u);
+	EXPECT_EQ(ac.port.neigh_ttl_ms, 10u);
+	EXPECT_EQ(ah("[ah]\nto = [\"10.0.0.2\", \"fd00::2\"]\nping_qpn = 0x101\n"), "");
+	ASSERT_EQ(ac.to.size(), 2u);
+	EXPECT_EQ(format_gid(ac.to[1]), "fd00::2");
+	EXPECT_EQ(ac.ping_qpn, 0x101u);
+	EXPECT_EQ(ah("[ah]\nto = [\"239.1.1.1\"]\n"),
+		  "F:2:6: key 'ah.to': expected unicast IPv4 or IPv6 addresses, got an array");
 	coll::coll_config cc;
 	EXPECT_EQ(error_of("[port]\nvlan = 78\necn = true\n", [&](const std::string &p) { coll::load_coll_config(p, cc); }),
 		  "");
@@ -269,6 +278,13 @@ std::vector<app_loader> loaders()
 		 [](const std::string &t, soft::port_config *out) {
 			 mcast::mcast_config c;
 			 std::string e = error_of(t, [&](const std::string &p) { mcast::load_mcast_config(p, c); });
+			 *out = c.port;
+			 return e;
+		 }},
+		{"rdgram-ah",
+		 [](const std::string &t, soft::port_config *out) {
+			 ahtool::ah_app_config c;
+			 std::string e = error_of(t, [&](const std::string &p) { ahtool::load_ah_config(p, c); });
 			 *out = c.port;
 			 return e;
 		 }},
@@ -375,6 +391,22 @@ TEST(PortTable, OldKeysNameTheNewOnes)
 				   mcast::load_mcast_config(p, c);
 			   }),
 		  "F:2:1: unknown key 'mcast.addresses': the port's settings are in [port] (addresses)");
+	/* rdgram-ah's [ah] had the port's settings before [port]. */
+	for (const char *k : {"max_ah = 1024", "neigh_ttl_ms = 10", "vlan = 78", "ecn = true"}) {
+		const std::string key(k, strcspn(k, " "));
+		EXPECT_EQ(error_of(std::string("[ah]\n") + k + "\n",
+				   [](const std::string &p) {
+					   ahtool::ah_app_config c;
+					   ahtool::load_ah_config(p, c);
+				   }),
+			  "F:2:1: unknown key 'ah." + key + "': the port's settings are in [port] (" + key + ")");
+	}
+	EXPECT_EQ(error_of("[ah]\ndevargs = \"net_ring0\"\n",
+			   [](const std::string &p) {
+				   ahtool::ah_app_config c;
+				   ahtool::load_ah_config(p, c);
+			   }),
+		  "F:2:1: unknown key 'ah.devargs': the port's DPDK device is 'devargs', in [port]");
 }
 
 /* rdgram-perf: each side runs on the [[port]] named after it, else the
