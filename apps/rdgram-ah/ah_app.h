@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "app_config.h"
 #include "rdgram/wire.h"
 #include "soft_config_toml.h"
 
@@ -24,11 +25,9 @@ inline soft::port_config default_port()
 	return p;
 }
 
-struct ah_app_config {
-	std::vector<std::string> eal_args; /* used when none on the command line */
-	std::string capture = "auto";     /* [eal] capture: auto | on | off (runtime.h capture_mode) */
-	std::string driver = "soft";  /* apps/common/driver.h; only soft serves this tool */
-	uint32_t workers = 1;         /* poll threads, each with its queue of both devices */
+/* app_common: eal_args, capture, driver (only soft serves this tool),
+ * workers (poll threads, each with its queue of both devices). */
+struct ah_app_config : apps::app_common {
 	bool ipv6 = false;            /* addresses: IPv6 (fd00::/16) instead of IPv4 */
 	uint32_t capacity = 65536;    /* AH registry capacity */
 	/* The local port: [port] or the first [[port]] (docs/PORTS.md). With

@@ -10,16 +10,9 @@ namespace rdgram::ahtool {
 
 void load_ah_config(const std::string &path, ah_app_config &c)
 {
-	toml::table root = parse_config_file(path);
-	table_reader r(root, "", path);
-	if (auto t = r.get_table("eal")) {
-		c.eal_args = t->get_string_array("args");
-		c.capture = t->get_enum("capture", c.capture, {"auto", "on", "off"});
-		t->finish();
-	}
-	if (auto t = r.get_table("ah")) {
-		c.driver = t->get_string("driver", c.driver);
-		c.workers = uint32_t(t->get_int("workers", c.workers, 1, 128));
+	apps::app_config_file f(path, {.table = "ah", .max_workers = 128}, c);
+	table_reader &r = f.root();
+	if (auto *t = f.table("ah")) {
 		c.ipv6 = t->get_bool("ipv6", c.ipv6);
 		c.capacity = uint32_t(t->get_int("capacity", c.capacity, 1, 1 << 24));
 		/* Port settings: the port table's since it exists. */
@@ -36,33 +29,29 @@ void load_ah_config(const std::string &path, ah_app_config &c)
 		c.ping_qkey = uint32_t(t->get_int("ping_qkey", c.ping_qkey, 0, 0x7fffffff));
 		c.hold_s = t->get_double("hold", c.hold_s, 0, 86400);
 		c.json = t->get_bool("json", c.json);
-		t->finish();
 	}
-	if (auto t = r.get_table("inspect")) {
+	if (auto *t = f.table("inspect")) {
 		c.dests = uint32_t(t->get_int("dests", c.dests, 0, 65536));
 		c.resolved = uint32_t(t->get_int("resolved", c.resolved, 0, 1024));
 		c.flows = uint32_t(t->get_int("flows", c.flows, 1, 1 << 20));
 		c.release = uint32_t(t->get_int("release", c.release, 0, 1 << 24));
-		t->finish();
 	}
-	if (auto t = r.get_table("bench")) {
+	if (auto *t = f.table("bench")) {
 		c.count = uint32_t(t->get_int("count", c.count, 1, 1 << 22));
 		c.lookup_s = t->get_double("lookup_seconds", c.lookup_s, 0.01, 600);
-		t->finish();
 	}
-	if (auto t = r.get_table("storm")) {
+	if (auto *t = f.table("storm")) {
 		c.batch = uint32_t(t->get_int("batch", c.batch, 1, 1 << 24));
 		c.storm_dests = uint32_t(t->get_int("dests", c.storm_dests, 1, 1 << 24));
 		c.storm_resolve = t->get_bool("resolve", c.storm_resolve);
 		c.timeout_s = t->get_double("timeout", c.timeout_s, 0.1, 3600);
-		t->finish();
 	}
 	/* The first port table is the local port (a single-port app). */
 	if (auto ports = soft::load_ports(r, {.name_prefix = "port", .devargs_required = false,
 					      .addresses_required = false, .defaults = c.port, .extra = {}});
 	    !ports.empty())
 		c.port = ports[0];
-	r.finish();
+	f.finish();
 }
 
 } // namespace rdgram::ahtool
