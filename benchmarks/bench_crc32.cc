@@ -1,7 +1,8 @@
 // CRC-32 (RoCEv2 ICRC) micro-benchmark: rdgram::crc32_ieee vs DPDK
 // rte_net_crc_calc(RTE_NET_CRC32_ETH) vs zlib crc32, side by side.
 // rdgram_crc32_queue is crc32_ieee(kernel, ...) with the kernel a queue
-// keeps (crc32_select at attach), as drivers/soft calls it; in a generic
+// keeps (the process's plan, crc32_chosen: the kernel measured fastest at
+// the length's size class), as drivers/soft calls it; in a generic
 // build (-Dcpu_instruction_set=generic) both rdgram rows are the run-time
 // dispatch, in a native one on an AVX-512 host the first is the inlined
 // kernel.
@@ -24,6 +25,7 @@
 //            latency of one call, including the load).
 // "cyc" = TSC cycles per call (rte_rdtsc around the timed loop).
 #include "rdgram/crc32.h"
+#include "rdgram/crc32_choose.h"
 
 #include <benchmark/benchmark.h>
 #include <rte_cycles.h>
@@ -55,11 +57,13 @@ struct Rdgram {
     static uint32_t crc(const uint8_t *p, size_t len) { return rdgram::crc32_ieee(p, len); }
 };
 // The data path's form (drivers/soft): the kernel a queue chose at attach
-// (crc32_select), read from memory at each call and switched on.
-rdgram::crc32_kernel g_queue_kernel = rdgram::crc32_kernel::table;
+// (crc32_chosen's plan), read from memory at each call and switched on.
+rdgram::crc32_plan g_queue_plan;
 struct RdgramQueue {
-    static void setup() { g_queue_kernel = rdgram::crc32_select(); }
-    static uint32_t crc(const uint8_t *p, size_t len) { return rdgram::crc32_ieee(g_queue_kernel, p, len); }
+    static void setup() { g_queue_plan = rdgram::crc32_chosen(); }
+    static uint32_t crc(const uint8_t *p, size_t len) {
+        return rdgram::crc32_ieee(g_queue_plan.for_len(len), p, len);
+    }
 };
 // One kernel by name (registered in main() only where the CPU runs it).
 template <rdgram::crc32_kernel K>
@@ -179,9 +183,9 @@ int main(int argc, char **argv) {
             return 1;
         }
     }
-    std::printf("TSC %.3f GHz, rdgram::crc32_ieee back end: %s, a queue's (crc32_select): %s\n",
+    std::printf("TSC %.3f GHz, rdgram::crc32_ieee back end: %s, a queue's (crc32_chosen): %s\n",
                 static_cast<double>(rte_get_tsc_hz()) / 1e9, rdgram::crc32_ieee_backend(),
-                rdgram::crc32_kernel_name(rdgram::crc32_select()));
+                rdgram::crc32_plan_describe(rdgram::crc32_chosen()).c_str());
 
     // Every kernel this CPU runs, by name (crc32_select(cap) at each level
     // lists them, RDGRAM_CPU_MAX included), checked against zlib first.

@@ -24,6 +24,7 @@
 #include <rte_cycles.h>
 
 #include "app_start.h"
+#include "rdgram/crc32_choose.h"
 #include "perf_cli.h"
 #include "perf_main.h"
 #include "perf_tests.h"
@@ -66,6 +67,10 @@ int main(int argc, char **argv)
 	runtime rt;
 	if (int rc = start_runtime(rt, o, argv[0]); rc != 0)
 		return rc;
+	/* -v: which ICRC kernel the soft driver's queues run at each frame
+	 * size, and why (crc32_choose.h; also /rdgram/icrc). */
+	if (o.verbose && c.driver == "soft")
+		fprintf(stderr, "rdgram-perf: ICRC kernel: %s\n", crc32_plan_describe(crc32_chosen()).c_str());
 	const uint64_t deadline = rte_rdtsc() + uint64_t(c.timeout_s * double(rte_get_tsc_hz()));
 	/* Ctrl-C (or a script's kill) ends every loop as the deadline does; the
 	 * tests that completed are still reported. */

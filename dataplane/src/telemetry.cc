@@ -20,6 +20,7 @@
 #include "rdgram/ah_service.h"
 #include "rdgram/config.h"
 #include "rdgram/control.h"
+#include "rdgram/crc32_choose.h"
 #include "rdgram/device.h"
 
 namespace rdgram::telemetry {
@@ -356,6 +357,33 @@ int cmd_xstats(const char *, const char *params, rte_tel_data *d)
 	return -EINVAL;
 }
 
+/* The ICRC plan (crc32_choose.h): the kernel of each size class, whether
+ * measured, and the ns per call it timed. Made at the first call when no
+ * queue made it yet. */
+int cmd_icrc(const char *, const char *, rte_tel_data *d)
+{
+	const crc32_plan &p = crc32_chosen();
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "plan", crc32_plan_describe(p).c_str());
+	rte_tel_data_add_dict_int(d, "measured", p.measured ? 1 : 0);
+	rte_tel_data_add_dict_u64(d, "took_us", p.took_us);
+	for (unsigned c = 0; c < crc32_plan::classes; c++) {
+		rte_tel_data *t = rte_tel_data_alloc();
+		if (t == nullptr)
+			return -ENOMEM;
+		rte_tel_data_start_dict(t);
+		rte_tel_data_add_dict_string(t, "kernel", crc32_kernel_name(p.kernel[c]));
+		for (crc32_kernel k : {crc32_kernel::table, crc32_kernel::pclmul, crc32_kernel::avx2, crc32_kernel::avx512})
+			if (const float ns = p.ns[c][unsigned(k)]; ns > 0)
+				rte_tel_data_add_dict_u64(t, (std::string(crc32_kernel_name(k)) + "_ps").c_str(),
+							  uint64_t(ns * 1000));
+		const std::string name = c + 1 < crc32_plan::classes ? "up_to_" + std::to_string(crc32_plan::class_len[c])
+								     : "above_" + std::to_string(crc32_plan::class_len[c - 1]);
+		rte_tel_data_add_dict_container(d, name.c_str(), t, 0);
+	}
+	return 0;
+}
+
 int cmd_ah(const char *, const char *, rte_tel_data *d)
 {
 	state &s = g();
@@ -459,6 +487,8 @@ int attach(attachment a)
 			 "rdgram QP counters with kind and description. Parameters: a QP name"},
 			{"/rdgram/ah", cmd_ah, "rdgram AH registry summary. No parameters"},
 			{"/rdgram/pending", cmd_pending, "rdgram AH pending queues. No parameters"},
+			{"/rdgram/icrc", cmd_icrc,
+			 "rdgram ICRC kernel per frame size, chosen by measurement (ps per call). No parameters"},
 		};
 		for (const auto &c : cmds) {
 			const int rc = rte_telemetry_register_cmd(c.cmd, c.fn, c.help);

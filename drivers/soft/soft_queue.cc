@@ -32,7 +32,7 @@ void soft_queue::attach(uint16_t port, uint16_t queue, rte_mempool *mp, const ah
 	view_ = view;
 	ctl_rx_ = ctl_rx;
 	ctl_tx_ = ctl_tx;
-	crc_ = crc32_select();
+	set_crc_plan(crc32_chosen());
 }
 
 unsigned soft_queue::detach()
@@ -49,7 +49,17 @@ unsigned soft_queue::detach()
 
 void soft_queue::set_crc_kernel(crc32_kernel k)
 {
-	crc_ = k;
+	crc32_plan p;
+	for (auto &x : p.kernel)
+		x = k;
+	set_crc_plan(p);
+}
+
+void soft_queue::set_crc_plan(const crc32_plan &p)
+{
+	crc_plan_ = p;
+	crc_uniform_ = p.uniform();
+	crc_ = p.kernel[0];
 }
 
 int soft_queue::add_qp(uint32_t qpn, uint32_t qkey, bool privileged)

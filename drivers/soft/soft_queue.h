@@ -19,6 +19,7 @@
 
 #include "rdgram/ah_table.h"
 #include "rdgram/crc32.h"
+#include "rdgram/crc32_choose.h"
 #include "rdgram/dest_cache.h"
 #include "rdgram/stats.h"
 #include "rdgram/ud.h"
@@ -86,11 +87,16 @@ public:
 	void attach(uint16_t port, uint16_t queue, rte_mempool *mp,
 		    const ah_table<soft_av> *ahs, const soft_port_view &view,
 		    rte_ring *ctl_rx = nullptr, rte_ring *ctl_tx = nullptr, int socket = SOCKET_ID_ANY);
-	/* The ICRC kernel (crc32.h), chosen at attach: the fastest this CPU
-	 * runs under RDGRAM_CPU_MAX. Tests set another one (it must be one
-	 * the CPU runs: crc32_select(cap)). (Setup.) */
-	crc32_kernel crc_kernel() const { return crc_; }
+	/* The ICRC kernels (crc32.h), per frame length: the process's plan
+	 * (crc32_choose.h: the fastest this CPU runs at each size class,
+	 * measured once; RDGRAM_CPU_MAX forces one), taken at attach. Tests
+	 * set one kernel for every length (it must be one the CPU runs:
+	 * crc32_select(cap)). (Setup.) */
+	const crc32_plan &crc_plan() const { return crc_plan_; }
+	/* The kernel of a CRC over len bytes. */
+	crc32_kernel crc_for(uint32_t len) const { return likely(crc_uniform_) ? crc_ : crc_plan_.for_len(len); }
 	void set_crc_kernel(crc32_kernel k);
+	void set_crc_plan(const crc32_plan &p);
 	/* Adds a QP with Q_Key qkey in its context (ibv_modify_qp(3) with
 	 * IBV_QP_QKEY). A controlled Q_Key needs privileged: EPERM otherwise,
 	 * as Linux refuses a controlled Q_Key to a process without
@@ -315,7 +321,9 @@ private:
 	const dest_cache *ahn_ = nullptr; /* report_ahn: sender GID -> our AH */
 	bool taken_ = false; /* parse handed its mbuf on (control thread, other queue) */
 	soft_steer *steer_ = nullptr; /* steering between the port's queues */
-	crc32_kernel crc_ = crc32_select(); /* the ICRC kernel (attach, set_crc_kernel) */
+	crc32_plan crc_plan_ = crc32_chosen(); /* the ICRC kernels (attach, set_crc_plan) */
+	crc32_kernel crc_ = crc_plan_.kernel[0]; /* every length's when crc_uniform_ */
+	bool crc_uniform_ = crc_plan_.uniform();
 	unsigned sq_ = 0;
 	unsigned nqp_ = 0;
 	unsigned nstash_ = 0;

@@ -284,7 +284,7 @@ inline bool soft_queue::parse(rte_mbuf *m, recv_wc &wc, uint32_t tag)
 		return false;
 	}
 	const uint32_t icrc_off = l4 + l4_len - wire::icrc_len;
-	if (unlikely(!icrc_ok(f, v4, l3, icrc_off, crc_))) {
+	if (unlikely(!icrc_ok(f, v4, l3, icrc_off, crc_for(icrc_off - (l3 - 8))))) {
 		ctr_.rx_bad_icrc++;
 		return false;
 	}

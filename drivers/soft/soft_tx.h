@@ -94,11 +94,17 @@ __rte_always_inline uint16_t soft_queue::tx_stage(send_wr *wrs, uint16_t n)
 			rte_pktmbuf_free(m);
 	}
 	end_tx(st, sq);
-	/* The kernel chosen once per burst: a constant in the loop. */
-	crc32_with(crc_, [&](auto k) {
+	/* One kernel for every length (the usual plan): chosen once per
+	 * burst, a constant in the loop; else per frame by its length. */
+	if (likely(crc_uniform_))
+		crc32_with(crc_, [&](auto k) {
+			for (unsigned i = 0; i < np; i++)
+				store_icrc<decltype(k)::value>(pend[i]);
+		});
+	else
 		for (unsigned i = 0; i < np; i++)
-			store_icrc<decltype(k)::value>(pend[i]);
-	});
+			crc32_with(crc_plan_.for_len(pend[i].icrc_off - 6),
+				   [&](auto k) { store_icrc<decltype(k)::value>(pend[i]); });
 	for (unsigned i = 0; i < np; i++) {
 		unmask(pend[i]);
 		if (unlikely(view_.vlan != 0))
@@ -142,7 +148,7 @@ inline bool soft_queue::build(const send_wr &wr, soft_qp &sq, rte_mbuf *m)
 	end_tx(st, sq);
 	if (!ok)
 		return false;
-	crc32_with(crc_, [&](auto k) { store_icrc<decltype(k)::value>(t); });
+	crc32_with(crc_for(t.icrc_off - 6), [&](auto k) { store_icrc<decltype(k)::value>(t); });
 	unmask(t);
 	if (view_.vlan != 0)
 		vlan_tag(t);

@@ -79,7 +79,7 @@ def check_mode(path):
 
 def check_perf(path):
     greeting, a = query(path, ["/rdgram/qps", "/rdgram/lcores", "/rdgram/ports", "/rdgram/ah",
-                               "/rdgram/pending"])
+                               "/rdgram/pending", "/rdgram/icrc"])
     if "DPDK" not in greeting.get("version", ""):
         fail("no DPDK greeting")
     qps = a["/rdgram/qps"]
@@ -136,6 +136,21 @@ def check_perf(path):
         fail("rdgram-perf holds one AH per endpoint: %s" % a["/rdgram/ah"])
     if a["/rdgram/pending"].get("clients") != 0:
         fail("rdgram-perf has no AH client: %s" % a["/rdgram/pending"])
+    # The ICRC plan its queues took: a kernel per size class, and (when
+    # measured) the time of each kernel it chose from, the chosen one the
+    # least.
+    ic = a["/rdgram/icrc"]
+    classes = [k for k in ic if k.startswith("up_to_") or k.startswith("above_")]
+    if len(classes) != 6 or not ic.get("plan"):
+        fail("/rdgram/icrc %s" % ic)
+    for c in classes:
+        v = ic[c]
+        if v.get("kernel") not in ("table", "pclmul", "avx2", "avx512"):
+            fail("/rdgram/icrc %s: %s" % (c, v))
+        times = {k[:-3]: t for k, t in v.items() if k.endswith("_ps")}
+        if ic["measured"] == 1 and (v["kernel"] not in times or times[v["kernel"]] > min(times.values())):
+            fail("/rdgram/icrc %s: chose %s, timed %s" % (c, v["kernel"], times))
+    print("ICRC: %s" % ic["plan"])
 
 
 def check_ah(path, n):

@@ -1,6 +1,7 @@
 // Exhaustive check of rdgram::crc32_ieee (and every compiled-in back end)
 // against zlib's crc32().  Needs gtest_main and -lz only (no DPDK).
 #include "rdgram/crc32.h"
+#include "rdgram/crc32_choose.h"
 
 #include <gtest/gtest.h>
 #include <spawn.h>
@@ -309,6 +310,51 @@ TEST(CpuIsaChild, UnderEnvCap) {
         << rdgram::crc32_ieee_backend();
 #endif
     EXPECT_EQ(rdgram::crc32_ieee(data.data(), 300), zlib_crc(data.data(), 300));
+    // A valid cap forces the process's ICRC plan, not measured: that
+    // kernel at every length. (An invalid one is ignored: measured.)
+    const rdgram::crc32_plan &p = rdgram::crc32_chosen();
+    if (!valid) return;
+    EXPECT_FALSE(p.measured);
+    for (crc32_kernel x : p.kernel) EXPECT_EQ(x, k);
+    EXPECT_NE(rdgram::crc32_plan_describe(p).find("forced by RDGRAM_CPU_MAX"), std::string::npos)
+        << rdgram::crc32_plan_describe(p);
+}
+
+// crc32_measure: a size class's kernel is the one it timed fastest there,
+// among kernels this CPU runs under the cap; each answer is zlib's.
+TEST(Crc32Choose, FastestPerClassOfWhatRuns) {
+    using rdgram::crc32_plan;
+    EXPECT_EQ(crc32_plan::class_of(1), 0u);
+    EXPECT_EQ(crc32_plan::class_of(128), 0u);
+    EXPECT_EQ(crc32_plan::class_of(129), 1u);
+    EXPECT_EQ(crc32_plan::class_of(256), 1u);
+    EXPECT_EQ(crc32_plan::class_of(257), 2u);
+    EXPECT_EQ(crc32_plan::class_of(2048), 4u);
+    EXPECT_EQ(crc32_plan::class_of(2049), 5u);
+    EXPECT_EQ(crc32_plan::class_of(1 << 20), 5u);
+    for (cpu_isa cap : {cpu_isa::avx512, cpu_isa::avx2, cpu_isa::sse, cpu_isa::portable}) {
+        const crc32_plan p = rdgram::crc32_measure(cap);
+        SCOPED_TRACE(std::string("cap ") + rdgram::cpu_isa_name(cap) + ": " + rdgram::crc32_plan_describe(p));
+        std::printf("cap %s: %s\n", rdgram::cpu_isa_name(cap), rdgram::crc32_plan_describe(p).c_str());
+        const cpu_isa lim = rdgram::cpu_isa_min(cap, rdgram::cpu_isa_max());
+        for (unsigned c = 0; c < crc32_plan::classes; c++) {
+            const crc32_kernel k = p.kernel[c];
+            EXPECT_LE(level_of(k), lim) << rdgram::crc32_kernel_name(k);
+            const auto data = random_bytes(crc32_plan::class_len[c] + 3, 7u + c);
+            EXPECT_EQ(rdgram::crc32_ieee(k, data.data(), data.size()), zlib_crc(data.data(), data.size()));
+            if (!p.measured) continue;
+            EXPECT_GT(p.ns[c][unsigned(k)], 0.0f);
+            for (unsigned o = 0; o < 4; o++) {
+                if (p.ns[c][o] > 0) {
+                    EXPECT_LE(p.ns[c][unsigned(k)], p.ns[c][o]) << "class " << c << " kernel " << o;
+                }
+            }
+        }
+        if (lim == cpu_isa::portable) {
+            EXPECT_FALSE(p.measured);
+            for (crc32_kernel k : p.kernel) EXPECT_EQ(k, crc32_kernel::table);
+        }
+    }
 }
 
 }  // namespace

@@ -164,7 +164,9 @@ protected:
 };
 
 /* On an AVX-512 + VPCLMULQDQ CPU the tests below run all four kernels;
- * a queue's default is the best (the same as a native build's). */
+ * a queue's default is the process's plan (crc32_chosen: measured, or
+ * the best crc32_select names when RDGRAM_CPU_MAX forces it), of
+ * kernels this CPU runs. */
 TEST_F(SoftWire, EveryIcrcKernelUnderTest)
 {
 	const auto ks = crc_kernels();
@@ -177,7 +179,21 @@ TEST_F(SoftWire, EveryIcrcKernelUnderTest)
 		EXPECT_EQ(ks.size(), 4u);
 	}
 	soft_queue q;
-	EXPECT_EQ(q.crc_kernel(), ks.front());
+	const crc32_plan &p = crc32_chosen();
+	std::printf("ICRC plan: %s\n", crc32_plan_describe(p).c_str());
+	for (unsigned c = 0; c < crc32_plan::classes; c++) {
+		EXPECT_EQ(q.crc_plan().kernel[c], p.kernel[c]);
+		EXPECT_NE(std::find(ks.begin(), ks.end(), p.kernel[c]), ks.end()) << crc32_kernel_name(p.kernel[c]);
+		EXPECT_EQ(q.crc_for(crc32_plan::class_len[c]), p.kernel[c]);
+	}
+	if (std::getenv("RDGRAM_CPU_MAX") != nullptr) {
+		EXPECT_FALSE(p.measured);
+		EXPECT_TRUE(p.uniform());
+		EXPECT_EQ(p.kernel[0], ks.front());
+	}
+	q.set_crc_kernel(ks.back());
+	EXPECT_EQ(q.crc_for(60), ks.back());
+	EXPECT_EQ(q.crc_for(9000), ks.back());
 }
 
 TEST_F(SoftWire, VectorsLoaded)
