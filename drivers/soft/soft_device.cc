@@ -2,6 +2,7 @@
  * Copyright(c) 2026 The rdgram authors
  */
 #include "soft_device.h"
+#include "soft_port.h"
 
 #include <linux/if_packet.h>
 #include <net/if.h>
@@ -468,8 +469,10 @@ void soft_device::close()
 	if (started_) {
 		/* The owner may have closed the port already (to count the
 		 * mbufs its queues gave back before the pool goes). */
-		if (rte_eth_dev_is_valid_port(cfg_.port_id))
+		if (rte_eth_dev_is_valid_port(cfg_.port_id)) {
+			flush_kernel_tx(cfg_.port_id);
 			rte_eth_dev_stop(cfg_.port_id);
+		}
 		started_ = false;
 	}
 	/* Frames still in flight between the threads go back to the pool. */

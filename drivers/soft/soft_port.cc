@@ -135,8 +135,10 @@ void close_ethdev(uint16_t port_id, bool probed, bool started)
 		return;
 	rte_eth_dev_info info{};
 	rte_device *rd = rte_eth_dev_info_get(port_id, &info) == 0 ? info.device : nullptr;
-	if (started)
+	if (started) {
+		flush_kernel_tx(port_id);
 		rte_eth_dev_stop(port_id);
+	}
 	rte_eth_dev_close(port_id);
 	if (probed && rd != nullptr)
 		rte_dev_remove(rd);
@@ -193,10 +195,12 @@ uint64_t packet_ring_drops(int ifindex)
 
 } // namespace
 
-int port_stats(uint16_t port_id, rte_eth_stats *st)
+namespace {
+
+/* The interface index of a net_af_packet port (its iface= devarg); 0 for
+ * any other port. */
+unsigned af_packet_ifindex(uint16_t port_id)
 {
-	if (const int rc = rte_eth_stats_get(port_id, st); rc != 0)
-		return rc;
 	rte_eth_dev_info di{};
 	if (rte_eth_dev_info_get(port_id, &di) != 0 || di.driver_name == nullptr ||
 	    strcmp(di.driver_name, "net_af_packet") != 0 || di.device == nullptr)
@@ -210,9 +214,50 @@ int port_stats(uint16_t port_id, rte_eth_stats *st)
 			iface = v;
 		rte_kvargs_free(kv);
 	}
-	if (const unsigned ix = iface.empty() ? 0 : if_nametoindex(iface.c_str()); ix != 0)
+	return iface.empty() ? 0 : if_nametoindex(iface.c_str());
+}
+
+} // namespace
+
+int port_stats(uint16_t port_id, rte_eth_stats *st)
+{
+	if (const int rc = rte_eth_stats_get(port_id, st); rc != 0)
+		return rc;
+	if (const unsigned ix = af_packet_ifindex(port_id); ix != 0)
 		st->imissed += packet_ring_drops(int(ix));
 	return 0;
+}
+
+void flush_kernel_tx(uint16_t port_id, unsigned timeout_ms)
+{
+	const unsigned ix = af_packet_ifindex(port_id);
+	if (ix == 0)
+		return;
+	DIR *d = opendir("/proc/self/fd");
+	if (d == nullptr)
+		return;
+	while (dirent *e = readdir(d)) {
+		char path[300], link[64];
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		const ssize_t n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || strncmp(link, "socket:[", 8) != 0)
+			continue;
+		const int fd = atoi(e->d_name);
+		sockaddr_ll sll{};
+		socklen_t len = sizeof(sll);
+		if (getsockname(fd, reinterpret_cast<sockaddr *>(&sll), &len) != 0 || sll.sll_family != AF_PACKET ||
+		    sll.sll_ifindex != int(ix))
+			continue;
+		/* A blocking kick (tpacket_snd without MSG_DONTWAIT): every
+		 * frame the TX ring holds is sent, waiting for room in the
+		 * socket's send buffer, up to the timeout. */
+		timeval tv{};
+		tv.tv_sec = time_t(timeout_ms / 1000);
+		tv.tv_usec = suseconds_t((timeout_ms % 1000) * 1000);
+		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0)
+			(void)sendto(fd, nullptr, 0, 0, nullptr, 0);
+	}
+	closedir(d);
 }
 
 int probe_port(const std::string &devargs, uint16_t *port, std::string *err, bool *probed)

@@ -86,6 +86,16 @@ int resolve_ah(soft_device &dev, const ibv_ah_attr &attr, uint64_t deadline,
  * lock). */
 int port_stats(uint16_t port_id, rte_eth_stats *st);
 
+/* Before a port stops: the frames a PMD that sends through a kernel
+ * socket has taken but not handed to the kernel yet leave. DPDK 22.11's
+ * net_af_packet counts a frame sent once it is in its TX ring; when the
+ * kick finds the socket's send buffer full (a slow receiver behind a tap
+ * or veth) the frame waits for the next burst, and a port stopped before
+ * that drops it. This kicks each of this process's AF_PACKET sockets on
+ * the port's interface once more, blocking, for at most timeout_ms. Any
+ * other port: nothing. Control path (syscalls). */
+void flush_kernel_tx(uint16_t port_id, unsigned timeout_ms = 1000);
+
 class port {
 public:
 	port() = default;
