@@ -14,34 +14,6 @@ namespace {
 
 using clk = std::chrono::steady_clock;
 
-/* Whether kernel k may run here under cap. */
-bool runs(crc32_kernel k, cpu_isa cap)
-{
-	switch (k) {
-	case crc32_kernel::avx512:
-#if defined(RDGRAM_CRC32_HAVE_AVX512)
-		return cap >= cpu_isa::avx512 && crc32_detail::cpu_has_avx512();
-#else
-		return false;
-#endif
-	case crc32_kernel::avx2:
-#if defined(RDGRAM_CRC32_HAVE_AVX2)
-		return cap >= cpu_isa::avx2 && crc32_detail::cpu_has_avx2();
-#else
-		return false;
-#endif
-	case crc32_kernel::pclmul:
-#if defined(RDGRAM_CRC32_HAVE_PCLMUL)
-		return cap >= cpu_isa::sse && crc32_detail::cpu_has_pclmul();
-#else
-		return false;
-#endif
-	case crc32_kernel::table:
-		break;
-	}
-	return true;
-}
-
 /* ns per call of kernel K over n bytes: independent calls, as a burst's
  * frames are (they overlap in an out-of-order core: throughput, not one
  * call's latency, is what a data path pays), each on one of 8 places of
@@ -82,10 +54,12 @@ crc32_plan crc32_measure(cpu_isa cap)
 		x = x * 1664525u + 1013904223u;
 		b = uint8_t(x >> 24);
 	}
-	/* The candidates: what runs here, and agrees with the table (zlib's
-	 * CRC) at every class's length and at a few ragged ones. */
-	for (crc32_kernel k : {crc32_kernel::avx512, crc32_kernel::avx2, crc32_kernel::pclmul, crc32_kernel::table}) {
-		if (!runs(k, cap))
+	/* The candidates: what runs here under the cap (crc32_select at each
+	 * level), and agrees with the table (zlib's CRC) at every class's
+	 * length and at a few ragged ones. */
+	for (cpu_isa lvl : {cpu_isa::avx512, cpu_isa::avx2, cpu_isa::sse, cpu_isa::portable}) {
+		const crc32_kernel k = crc32_select(cpu_isa_min(lvl, cap));
+		if (!cand.empty() && cand.back() == k)
 			continue;
 		bool ok = true;
 		for (uint32_t n : {1u, 7u, 60u, 100u, 128u, 200u, 256u, 511u, 512u, 1024u, 2048u, 4096u})

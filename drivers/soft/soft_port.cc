@@ -149,19 +149,13 @@ void close_ethdev(uint16_t port_id, bool probed, bool started)
 std::mutex ring_drops_mu;
 std::map<uint64_t, uint64_t> ring_drops;
 
-/* The frames that found the ring of one of this process's AF_PACKET
- * sockets bound to ifindex full, since each socket opened (packet(7)
- * PACKET_STATISTICS: tp_drops, which reading resets, hence the running
- * sums; DPDK 22.11's net_af_packet never reads it). Such a frame counts
- * there only: not in sk_drops, nor in any interface counter. */
-uint64_t packet_ring_drops(int ifindex)
+/* f(fd, inode, ifindex) for each AF_PACKET socket of this process
+ * (/proc/self/fd, getsockname). */
+template <class F> void for_each_packet_socket(F &&f)
 {
-	uint64_t drops = 0;
 	DIR *d = opendir("/proc/self/fd");
 	if (d == nullptr)
-		return 0;
-	std::lock_guard<std::mutex> g(ring_drops_mu);
-	std::map<uint64_t, uint64_t> live;
+		return;
 	while (dirent *e = readdir(d)) {
 		char path[300], link[64];
 		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
@@ -175,8 +169,23 @@ uint64_t packet_ring_drops(int ifindex)
 		const int fd = atoi(e->d_name);
 		sockaddr_ll sll{};
 		socklen_t len = sizeof(sll);
-		if (getsockname(fd, reinterpret_cast<sockaddr *>(&sll), &len) != 0 || sll.sll_family != AF_PACKET)
-			continue;
+		if (getsockname(fd, reinterpret_cast<sockaddr *>(&sll), &len) == 0 && sll.sll_family == AF_PACKET)
+			f(fd, uint64_t(ino), sll.sll_ifindex);
+	}
+	closedir(d);
+}
+
+/* The frames that found the ring of one of this process's AF_PACKET
+ * sockets bound to ifindex full, since each socket opened (packet(7)
+ * PACKET_STATISTICS: tp_drops, which reading resets, hence the running
+ * sums; DPDK 22.11's net_af_packet never reads it). Such a frame counts
+ * there only: not in sk_drops, nor in any interface counter. */
+uint64_t packet_ring_drops(int ifindex)
+{
+	uint64_t drops = 0;
+	std::lock_guard<std::mutex> g(ring_drops_mu);
+	std::map<uint64_t, uint64_t> live;
+	for_each_packet_socket([&](int fd, uint64_t ino, int ix) {
 		uint64_t &sum = live[ino];
 		if (auto it = ring_drops.find(ino); it != ring_drops.end())
 			sum = it->second;
@@ -184,10 +193,9 @@ uint64_t packet_ring_drops(int ifindex)
 		socklen_t sl = sizeof(st);
 		if (getsockopt(fd, SOL_PACKET, PACKET_STATISTICS, &st, &sl) == 0)
 			sum += st.tp_drops;
-		if (sll.sll_ifindex == ifindex)
+		if (ix == ifindex)
 			drops += sum;
-	}
-	closedir(d);
+	});
 	/* Closed sockets' sums go: their inode numbers may come back. */
 	ring_drops.swap(live);
 	return drops;
@@ -233,21 +241,9 @@ void flush_kernel_tx(uint16_t port_id, unsigned timeout_ms)
 	const unsigned ix = af_packet_ifindex(port_id);
 	if (ix == 0)
 		return;
-	DIR *d = opendir("/proc/self/fd");
-	if (d == nullptr)
-		return;
-	while (dirent *e = readdir(d)) {
-		char path[300], link[64];
-		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
-		const ssize_t n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0 || strncmp(link, "socket:[", 8) != 0)
-			continue;
-		const int fd = atoi(e->d_name);
-		sockaddr_ll sll{};
-		socklen_t len = sizeof(sll);
-		if (getsockname(fd, reinterpret_cast<sockaddr *>(&sll), &len) != 0 || sll.sll_family != AF_PACKET ||
-		    sll.sll_ifindex != int(ix))
-			continue;
+	for_each_packet_socket([&](int fd, uint64_t, int ifindex) {
+		if (ifindex != int(ix))
+			return;
 		/* A blocking kick (tpacket_snd without MSG_DONTWAIT): every
 		 * frame the TX ring holds is sent, waiting for room in the
 		 * socket's send buffer, up to the timeout. */
@@ -256,8 +252,7 @@ void flush_kernel_tx(uint16_t port_id, unsigned timeout_ms)
 		tv.tv_usec = suseconds_t((timeout_ms % 1000) * 1000);
 		if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) == 0)
 			(void)sendto(fd, nullptr, 0, 0, nullptr, 0);
-	}
-	closedir(d);
+	});
 }
 
 int probe_port(const std::string &devargs, uint16_t *port, std::string *err, bool *probed)
