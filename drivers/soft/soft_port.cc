@@ -309,6 +309,22 @@ int port::socket() const
 	return s >= 0 ? s : SOCKET_ID_ANY;
 }
 
+int port::check_queues(std::string *err)
+{
+	/* One queue pair per poll thread: say so before the PMD refuses the
+	 * configuration in its own words. */
+	rte_eth_dev_info di{};
+	if (rte_eth_dev_info_get(port_id_, &di) == 0 && (di.max_rx_queues < nq_ || di.max_tx_queues < nq_)) {
+		*err = "port " + cfg_.name + ": " + std::to_string(nq_) + " queue pairs (one per poll thread), the port offers " +
+		       std::to_string(di.max_rx_queues) + " RX and " + std::to_string(di.max_tx_queues) + " TX (PMD " +
+		       (di.driver_name != nullptr ? di.driver_name : "?") +
+		       "; net_pcap opens one queue per rx_pcap= and tx_pcap=)";
+		close();
+		return EINVAL;
+	}
+	return 0;
+}
+
 int port::probe(const port_config &pc, uint16_t queues, std::string *err)
 {
 	close();
@@ -322,18 +338,23 @@ int port::probe(const port_config &pc, uint16_t queues, std::string *err)
 		return rc;
 	}
 	have_port_ = true;
-	/* One queue pair per poll thread: say so before the PMD refuses the
-	 * configuration in its own words. */
-	rte_eth_dev_info di{};
-	if (rte_eth_dev_info_get(port_id_, &di) == 0 && (di.max_rx_queues < nq_ || di.max_tx_queues < nq_)) {
-		*err = "port " + pc.name + ": " + std::to_string(nq_) + " queue pairs (one per poll thread), the port offers " +
-		       std::to_string(di.max_rx_queues) + " RX and " + std::to_string(di.max_tx_queues) + " TX (PMD " +
-		       (di.driver_name != nullptr ? di.driver_name : "?") +
-		       "; net_pcap opens one queue per rx_pcap= and tx_pcap=)";
-		close();
-		return EINVAL;
+	return check_queues(err);
+}
+
+int port::adopt(const port_config &pc, uint16_t port_id, uint16_t queues, std::string *err)
+{
+	close();
+	cfg_ = pc;
+	cfg_.devargs.clear(); /* not ours to probe again */
+	nq_ = pc.queues != 0 ? pc.queues : queues;
+	if (!rte_eth_dev_is_valid_port(port_id)) {
+		*err = "port " + pc.name + ": no DPDK port " + std::to_string(port_id);
+		return ENODEV;
 	}
-	return 0;
+	port_id_ = port_id;
+	have_port_ = true;
+	probed_ = false;
+	return check_queues(err);
 }
 
 int port::start(const port_setup &s, std::string *err)
@@ -380,11 +401,26 @@ int port::start(const port_setup &s, std::string *err)
 		return rc;
 	}
 	started_ = true;
+	if (s.control.add) {
+		if (int e = s.control.add(&soft_device::control_poller, &dev_); e != 0) {
+			*err = "port " + cfg_.name + ": its control poller: " + strerror(e);
+			close();
+			return e;
+		}
+		host_ = s.control;
+		polled_ = true;
+	}
 	return 0;
 }
 
 void port::stop()
 {
+	/* Off the control thread first: its poller answers ARP on queue 0
+	 * and walks the neighbour table, both gone with the port. */
+	if (polled_ && host_.remove)
+		host_.remove(&soft_device::control_poller, &dev_);
+	polled_ = false;
+	host_ = {};
 	/* The port goes before the pool its queues hold mbufs of
 	 * (soft_device::close frees that pool); a memif server's with the
 	 * interrupt thread held (its listener must not run meanwhile). */

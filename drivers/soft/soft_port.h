@@ -8,11 +8,16 @@
  *   - the probe: devargs probed here (rte_dev_probe) are removed again
  *     (rte_dev_remove); a port the EAL was given (--vdev, -a) is only
  *     stopped and closed;
- *   - the soft device on it (soft_device::open/close).
+ *   - the soft device on it (soft_device::open/close);
+ *   - the device's control poller (soft_device::control_poller: ARP/ND
+ *     answers, neighbour timers, AH reclamation) on the host the caller
+ *     names (port_setup::control; an app's control thread:
+ *     apps/common/open_device.h), taken off it before the port stops.
+ * A port is probed from its devargs (probe) or is one the caller made
+ * itself (adopt: a net_ring pair, a switch's ports).
  * The queues stay with the caller, in its poll threads' own state
  * (soft_device::create_queue on queue pair i, destroy_queue before
- * stop()), and so does the device's control-thread polling (an
- * ah_service, or a service thread of its own).
+ * stop()).
  * It also steps around DPDK 22.11's net_memif races at open and close
  * (soft_port.cc): a port of any app is safe to start and stop while the
  * other end does the same.
@@ -46,8 +51,22 @@ struct intr_hold;
  * name. probed may be nullptr. (Main thread.) */
 int probe_port(const std::string &devargs, uint16_t *port, std::string *err, bool *probed = nullptr);
 
+/* Where a device's control poller runs: add(f, arg) registers f(arg, now)
+ * to be called again and again on a control thread (0 or an errno
+ * value), remove(f, arg) takes it off and returns once it no longer runs
+ * (rdgram::control_thread's add_poller/remove_poller). Empty: the caller
+ * calls soft_device::control_poller itself (rdgram's libibverbs, from
+ * its service thread). */
+struct poller_host {
+	using poll_fn = bool (*)(void *, uint64_t);
+	std::function<int(poll_fn, void *)> add;
+	std::function<void(poll_fn, void *)> remove;
+};
+
 /* What the caller adds to the port table at start. */
 struct port_setup {
+	/* Where the device's control poller runs (see poller_host). */
+	poller_host control;
 	/* The poll threads' QSBR (runtime::qsbr()); may be nullptr. */
 	rte_rcu_qsbr *qsbr = nullptr;
 	/* NUMA nodes that get an AV replica (replica_nodes()); empty: the
@@ -110,18 +129,27 @@ public:
 	 * apart from start() so that a caller can place its poll threads by
 	 * socket() first. */
 	int probe(const port_config &pc, uint16_t queues, std::string *err);
+	/* The same for a port the caller made itself (rte_eth_from_rings,
+	 * ...), named by port_id; pc's devargs are not read. Such a port is
+	 * stopped and closed at close(), as one the EAL was given; what it
+	 * was made of (rings) stays the caller's. 0, or ENODEV (no such
+	 * port) or EINVAL (too few queues) with *err one line. */
+	int adopt(const port_config &pc, uint16_t port_id, uint16_t queues, std::string *err);
 	/* Opens the device on the probed port with pc's settings and s's.
 	 * 0, or an errno value with *err one line "port NAME: <DPDK's or the
 	 * driver's reason>"; what was done is undone (close()). */
 	int start(const port_setup &s, std::string *err);
-	/* The ethdev and the probe; the device and its pool stay, so that a
-	 * caller can count what came back to the pool before close().
-	 * Idempotent. The caller's queues are destroyed already. */
+	/* The control poller, the ethdev and the probe; the device and its
+	 * pool stay, so that a caller can count what came back to the pool
+	 * before close(). Idempotent. The caller's queues are destroyed
+	 * already. */
 	void stop();
 	/* stop(), then the device: everything open did, in reverse.
 	 * Idempotent. */
 	void close();
 
+	/* probe() or adopt() took a port, not closed since. */
+	bool has_port() const { return have_port_; }
 	soft_device &device() { return dev_; }
 	const soft_device &device() const { return dev_; }
 	uint16_t port_id() const { return port_id_; }
@@ -131,9 +159,11 @@ public:
 private:
 	port_config cfg_;
 	soft_device dev_;
+	poller_host host_; /* the control poller's, while it is registered */
 	uint16_t nq_ = 0;
 	uint16_t port_id_ = 0;
-	bool have_port_ = false, probed_ = false, started_ = false;
+	bool have_port_ = false, probed_ = false, started_ = false, polled_ = false;
+	int check_queues(std::string *err);
 	intr_hold *hold_ = nullptr; /* a memif server's (soft_port.cc) */
 };
 
