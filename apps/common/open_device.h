@@ -19,9 +19,9 @@
  *               return 1;
  *       }
  *
- *   - On the soft driver the device's control poller runs on the
- *     runtime's control thread (control_host), unless the request names
- *     another host.
+ *   - On the soft driver the device's control poller runs where the
+ *     request's setup.control says: control_host(rt) for the runtime's
+ *     control thread, nothing when an AH service on the device runs it.
  *
  * Dev is the device type apps::with_driver hands the app (driver.h).
  * Control path: the caller's thread (the apps whose ranks or nodes open
@@ -144,7 +144,7 @@ struct device_request {
 	int adopt = -1;
 	/* soft: queue pairs (the table's `queues` wins when it gives them),
 	 * and what the app adds at start (its QSBR, AV nodes, neighbours,
-	 * adjust). setup.control empty: the runtime's control thread. */
+	 * adjust). setup.qsbr unset: the runtime's. */
 	uint16_t queues = 1;
 	soft::port_setup setup;
 	/* verbs, mlx5, EFA: the [rdma] device and what the open takes. */
@@ -152,8 +152,10 @@ struct device_request {
 	rdma_open rdma_opts{.max_ah = 1024};
 };
 
-/* Opens o from r: soft, the port (probed or adopted; started unless it
- * failed), the RDMA drivers, r.rdma's device. 0, or an errno value with
+/* Opens o from r: soft, the port (probed or adopted, unless o has its
+ * port already: an app that placed its poll threads by the port's NUMA
+ * node between probe and start), then started; the RDMA drivers,
+ * r.rdma's device. 0, or an errno value with
  * *err one line (soft: "port NAME: <reason>"; the others:
  * rdma_open_error's). Nothing stays open on failure. */
 template <class Dev> int open_device(runtime &rt, device_request r, device_owner<Dev> &o, std::string *err)
@@ -163,11 +165,12 @@ template <class Dev> int open_device(runtime &rt, device_request r, device_owner
 			*err = "no port table";
 			return EINVAL;
 		}
-		int rc = r.adopt >= 0 ? o.adopt(*r.port, uint16_t(r.adopt), r.queues, err) : o.probe(*r.port, r.queues, err);
-		if (rc != 0)
-			return rc;
-		if (!r.setup.control.add)
-			r.setup.control = control_host(rt);
+		if (!o.has_port()) {
+			const int rc = r.adopt >= 0 ? o.adopt(*r.port, uint16_t(r.adopt), r.queues, err)
+						    : o.probe(*r.port, r.queues, err);
+			if (rc != 0)
+				return rc;
+		}
 		if (r.setup.qsbr == nullptr)
 			r.setup.qsbr = rt.qsbr();
 		return o.start(r.setup, err);

@@ -9,7 +9,7 @@
  *   port = 1          # physical port (1..255)
  *   gid_index = 1     # source GID index of the AHs; absent: the app's choice
  *
- * plus each app's own keys, which it reads itself. rdma_open.h opens the
+ * plus each app's own keys, which it reads itself. open_device.h opens the
  * device from it. (Main thread, before the EAL.)
  */
 #ifndef RDGRAM_APPS_RDMA_CONFIG_H

@@ -90,15 +90,18 @@ struct host {
 	host(runtime &r, const ah_app_config &cfg) : c(&cfg), rt(r) {}
 	const ah_app_config *c;
 	runtime &rt; /* outlives the host: its devices free EAL memory */
-	/* The local device: ring_dev on the ring pair, or port's. */
-	soft::soft_device *local = &ring_dev;
-	soft::soft_device ring_dev, peer;
-	soft::port port;
+	/* On the ring pair: the local port and the peer's (adopted net_ring
+	 * ports; the peer's control poller answers ARP/ND on the control
+	 * thread). On a DPDK port: port. */
+	soft::port ring_port, peer_port, port;
+	soft::soft_device &peer = peer_port.device();
+	/* The local device: ring_port's, or port's. */
+	soft::soft_device *local = &ring_port.device();
 	bool on_port = false;
 	uint32_t local_qkey = qkey; /* on a port: the ping Q_Key (ah_app.h) */
 	int sgid_v4 = -1, sgid_v6 = -1; /* the local GID table's first of each family */
 	ah_service svc;
-	bool svc_up = false, peer_polled = false;
+	bool svc_up = false;
 	std::vector<std::unique_ptr<ah_worker>> workers;
 
 	std::atomic<bool> stop{false};

@@ -23,6 +23,7 @@
 #include "ah_attr.h"
 #include "ah_engine.h"
 #include "ah_host.h"
+#include "open_device.h"
 #include "rdgram/config.h"
 #include "workers.h"
 
@@ -152,42 +153,48 @@ int open_ring_pair(host &h, const std::vector<wire::gid> &static_dests, const st
 		parse_mac("02:00:00:00:a0:01", &mac_l);
 	parse_mac("02:00:00:00:a0:02", &mac_p);
 
-	soft::soft_config lc(pt); /* mtu, pkey, max_ah, neigh_*, vlan, ecn, steer */
-	lc.port_id = uint16_t(*local_id);
-	lc.nb_queues = uint16_t(nw);
-	lc.set_mac = true;
-	lc.mac = mac_l;
-	lc.addresses = pt.addresses.empty() ? std::vector<wire::gid>{addr_of(c.ipv6, 1, 1)} : pt.addresses;
-	lc.neighbours = pt.neighbours;
+	/* The local port: the port table's settings (mtu, pkey, max_ah,
+	 * neigh_*, vlan, ecn, steer); its housekeeping runs in the AH
+	 * service's poller. */
+	soft::port_config lt = pt;
+	lt.name = "local";
+	lt.queues = 0;
+	lt.set_mac = true;
+	lt.mac = mac_l;
+	if (lt.addresses.empty())
+		lt.addresses = {addr_of(c.ipv6, 1, 1)};
+	soft::port_setup ls;
+	ls.qsbr = h.rt.qsbr();
+	ls.av_nodes = nodes;
 	for (const auto &d : static_dests)
-		lc.neighbours.push_back({d, mac_p});
-	lc.qsbr = h.rt.qsbr();
-	lc.av_nodes = nodes;
-	lc.nb_mbufs = pt.nb_mbufs;
-
-	soft::soft_config pc;
-	pc.port_id = uint16_t(*peer_id);
-	pc.nb_queues = uint16_t(nw);
+		ls.neighbours.push_back({d, mac_p});
+	/* The peer: the table's vlan and ecn, the local port its neighbour;
+	 * it answers ARP/ND from its control poller. */
+	soft::port_config pc;
+	pc.name = "peer";
 	pc.set_mac = true;
 	pc.mac = mac_p;
 	pc.addresses = peer_addrs;
-	for (const auto &a : lc.addresses)
+	for (const auto &a : lt.addresses)
 		pc.neighbours.push_back({a, mac_l});
-	pc.qsbr = h.rt.qsbr();
-	pc.av_nodes = nodes;
 	pc.nb_mbufs = 4095;
 	pc.mtu = pt.mtu;
 	pc.pkey = pt.pkey;
 	pc.vlan = pt.vlan;
 	pc.ecn = pt.ecn;
-	if (int rc = index_gids(h, lc.addresses, dests); rc != 0)
+	soft::port_setup ps;
+	ps.qsbr = h.rt.qsbr();
+	ps.av_nodes = nodes;
+	ps.control = apps::control_host(h.rt);
+	if (int rc = index_gids(h, lt.addresses, dests); rc != 0)
 		return rc;
-	if (h.peer.open(pc) != 0) {
-		fprintf(stderr, "rdgram-ah: peer port: %s\n", h.peer.error().c_str());
-		return 1;
-	}
-	if (h.ring_dev.open(lc) != 0) {
-		fprintf(stderr, "rdgram-ah: local port: %s\n", h.ring_dev.error().c_str());
+	std::string err;
+	using apps::open_device;
+	if (open_device<soft::soft_device>(h.rt, {.port = &pc, .adopt = *peer_id, .queues = uint16_t(nw), .setup = ps},
+					   h.peer_port, &err) != 0 ||
+	    open_device<soft::soft_device>(h.rt, {.port = &lt, .adopt = *local_id, .queues = uint16_t(nw), .setup = ls},
+					   h.ring_port, &err) != 0) {
+		fprintf(stderr, "rdgram-ah: %s\n", err.c_str());
 		return 1;
 	}
 	return 0;
@@ -207,8 +214,10 @@ int open_port(host &h, const std::vector<wire::gid> &dests, const std::vector<in
 	if (int rc = index_gids(h, pt.addresses, dests); rc != 0)
 		return rc;
 	std::string err;
-	if (h.port.probe(pt, uint16_t(h.workers.size()), &err) != 0 ||
-	    h.port.start({.qsbr = h.rt.qsbr(), .av_nodes = nodes, .neighbours = {}, .adjust = {}}, &err) != 0) {
+	soft::port_setup s; /* its housekeeping runs in the AH service's poller */
+	s.av_nodes = nodes;
+	if (apps::open_device<soft::soft_device>(h.rt, {.port = &pt, .queues = uint16_t(h.workers.size()), .setup = s},
+						 h.port, &err) != 0) {
 		fprintf(stderr, "rdgram-ah: %s\n", err.c_str());
 		return 1;
 	}
@@ -314,10 +323,6 @@ int bring_up(host &h, const std::vector<lcore_cpu> &lcores, const std::vector<wi
 		w->qp_up = true;
 		w->qp.add_qp(peer_qpn + 0x10 * qi, qkey);
 	}
-	/* The peer answers ARP/ND from its control poller; the local device's
-	 * housekeeping runs in the AH service's poller. */
-	if (!h.on_port)
-		h.peer_polled = h.rt.ctl().add_poller(&soft::soft_device::control_poller, &h.peer) == 0;
 	ah_service_config sc;
 	sc.capacity = c.capacity;
 	sc.qsbr = h.rt.qsbr();
@@ -379,8 +384,6 @@ unsigned tear_down(host &h)
 		}
 	if (h.svc_up)
 		h.svc.stop();
-	if (h.peer_polled)
-		h.rt.ctl().remove_poller(&soft::soft_device::control_poller, &h.peer);
 	/* What no queue received before the workers stopped: counted per
 	 * worker (the frame accounting), then freed. */
 	for (auto &w : h.workers)
@@ -393,8 +396,8 @@ unsigned tear_down(host &h)
 			}
 		}
 	if (!h.on_port) {
-		h.ring_dev.close();
-		h.peer.close();
+		h.ring_port.close();
+		h.peer_port.close();
 		return 0;
 	}
 	/* A DPDK port: the queues, then the port (the device and its pool

@@ -15,7 +15,7 @@
 
 #include "ah_attr.h"
 #include "soft_port.h"
-#include "rdma_open.h"
+#include "open_device.h"
 
 namespace rdgram::coll {
 
@@ -35,7 +35,7 @@ wire::gid gid_of(uint32_t r)
 	return g;
 }
 
-int make_ring_port(eth_switch &sw, uint32_t r, int node, uint16_t *port)
+int make_ring_port(eth_switch &sw, uint32_t r, int node, const soft::port_config &pc, soft::port &owner)
 {
 	const std::string n = "coll" + std::to_string(r);
 	rte_ring *rx = rte_ring_create((n + "rx").c_str(), 1024, node, RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -46,20 +46,27 @@ int make_ring_port(eth_switch &sw, uint32_t r, int node, uint16_t *port)
 		fprintf(stderr, "rdgram-coll: cannot create the net_ring port of rank %u\n", r);
 		return 1;
 	}
-	*port = uint16_t(p);
 	if (sw.ports.size() <= r)
 		sw.ports.resize(r + 1);
 	sw.ports[r].from = tx;
 	sw.ports[r].to = rx;
+	soft::port_config t = pc;
+	t.name = "rank" + std::to_string(r);
+	t.queues = 0;
+	if (std::string err; owner.adopt(t, uint16_t(p), 1, &err) != 0) {
+		fprintf(stderr, "rdgram-coll: %s\n", err.c_str());
+		return 1;
+	}
 	return 0;
 }
 
-int open_user_port(const std::string &devargs, uint32_t rank, uint16_t *port, bool *probed)
+int open_user_port(const soft::port_config &pc, uint32_t rank, soft::port &owner)
 {
-	std::string args = devargs;
-	for (size_t at; (at = args.find("{rank}")) != std::string::npos;)
-		args.replace(at, 6, std::to_string(rank));
-	if (std::string err; soft::probe_port(args, port, &err, probed) != 0) {
+	soft::port_config t = pc;
+	for (size_t at; (at = t.devargs.find("{rank}")) != std::string::npos;)
+		t.devargs.replace(at, 6, std::to_string(rank));
+	t.queues = 0;
+	if (std::string err; owner.probe(t, 1, &err) != 0) {
 		fprintf(stderr, "rdgram-coll: rank %u: --port: %s\n", rank, err.c_str());
 		return 1;
 	}
@@ -73,54 +80,59 @@ int open_soft(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<sof
 	      const std::vector<rank_addr> &statics, int node)
 {
 	const bool fixed_mac = !statics.empty() || nranks == 1;
-	/* [port]'s settings (mtu, vlan, ecn, neighbour timers, ...). */
-	soft::soft_config sc(c.port);
-	sc.port_id = lr.port;
-	sc.set_mac = fixed_mac; /* threads: the switch forwards by rank MAC */
-	sc.mac = fixed_mac ? mac_of(lr.rank) : rte_ether_addr{};
-	sc.addresses = {gid_of(lr.rank)};
-	if (c.mode == "procs") {
-		/* The rank's own port: its table's MAC and addresses when it
-		 * gives them (the exchange tells the others). */
-		if (c.port.set_mac) {
-			sc.set_mac = true;
-			sc.mac = c.port.mac;
-		}
-		if (!c.port.addresses.empty())
-			sc.addresses = c.port.addresses;
-		sc.neighbours = c.port.neighbours;
-		sc.nb_mbufs = std::max<uint32_t>(c.port.nb_mbufs, 4095);
-	}
-	sc.max_ah = std::max<uint32_t>(64, 2 * nranks);
-	sc.qsbr = rt.qsbr();
-	sc.av_nodes = {node};
-	/* procs: net_af_xdp fills its fill queue (2048 descriptors) from
-	 * the pool at queue set-up, so the pool holds more than that. */
-	if (c.mode != "procs")
-		sc.nb_mbufs = fixed_mac ? 2047 : 4095;
-	sc.rx_desc = sc.tx_desc = 512;
-	if (fixed_mac) {
-		sc.resolve = false;
-		for (const rank_addr &a : statics)
-			if (a.rank != lr.rank) {
-				soft::neighbour nb{};
-				memcpy(nb.ip.raw, a.gid, 16);
-				memcpy(nb.mac.addr_bytes, a.mac, 6);
-				sc.neighbours.push_back(nb);
+	soft::port_setup ps; /* its control poller: the rank's AH service runs it */
+	ps.qsbr = rt.qsbr();
+	ps.av_nodes = {node};
+	std::vector<wire::gid> addrs;
+	ps.adjust = [&](soft::soft_config &sc) {
+		sc.set_mac = fixed_mac; /* threads: the switch forwards by rank MAC */
+		sc.mac = fixed_mac ? mac_of(lr.rank) : rte_ether_addr{};
+		sc.addresses = {gid_of(lr.rank)};
+		sc.neighbours.clear();
+		if (c.mode == "procs") {
+			/* The rank's own port: its table's MAC and addresses
+			 * when it gives them (the exchange tells the others). */
+			if (c.port.set_mac) {
+				sc.set_mac = true;
+				sc.mac = c.port.mac;
 			}
-	} else {
-		/* ARP through the fabric. Every rank asks for every peer at
-		 * once (N (N - 1) broadcasts, each delivered to all N ports):
-		 * requests are repeated every second (Linux's retrans_time_ms)
-		 * until the phase's deadline. At 100 ms, 32 ranks on 2 cores
-		 * answered too late, repeated, and the storm took 40 s (1 s at
-		 * 1000 ms, tests/integration/coll_bridge.sh). */
-		sc.resolve = true;
-		sc.neigh_retry_ms = 1000;
-		sc.neigh_retries = uint32_t(std::clamp(c.timeout_s, 3.0, 36000.0));
-	}
-	if (lr.dev.open(sc) != 0) {
-		fprintf(stderr, "rdgram-coll: rank %u: %s\n", lr.rank, lr.dev.error().c_str());
+			if (!c.port.addresses.empty())
+				sc.addresses = c.port.addresses;
+			sc.neighbours = c.port.neighbours;
+			sc.nb_mbufs = std::max<uint32_t>(c.port.nb_mbufs, 4095);
+		}
+		sc.max_ah = std::max<uint32_t>(64, 2 * nranks);
+		/* procs: net_af_xdp fills its fill queue (2048 descriptors)
+		 * from the pool at queue set-up, so the pool holds more than
+		 * that. */
+		if (c.mode != "procs")
+			sc.nb_mbufs = fixed_mac ? 2047 : 4095;
+		sc.rx_desc = sc.tx_desc = 512;
+		if (fixed_mac) {
+			sc.resolve = false;
+			for (const rank_addr &a : statics)
+				if (a.rank != lr.rank) {
+					soft::neighbour nb{};
+					memcpy(nb.ip.raw, a.gid, 16);
+					memcpy(nb.mac.addr_bytes, a.mac, 6);
+					sc.neighbours.push_back(nb);
+				}
+		} else {
+			/* ARP through the fabric. Every rank asks for every peer
+			 * at once (N (N - 1) broadcasts, each delivered to all N
+			 * ports): requests are repeated every second (Linux's
+			 * retrans_time_ms) until the phase's deadline. At 100 ms,
+			 * 32 ranks on 2 cores answered too late, repeated, and
+			 * the storm took 40 s (1 s at 1000 ms,
+			 * tests/integration/coll_bridge.sh). */
+			sc.resolve = true;
+			sc.neigh_retry_ms = 1000;
+			sc.neigh_retries = uint32_t(std::clamp(c.timeout_s, 3.0, 36000.0));
+		}
+		addrs = sc.addresses;
+	};
+	if (std::string err; apps::open_device<soft::soft_device>(rt, {.port = &c.port, .setup = ps}, lr.owner, &err) != 0) {
+		fprintf(stderr, "rdgram-coll: rank %u: %s\n", lr.rank, err.c_str());
 		return 1;
 	}
 	lr.opened = true;
@@ -133,7 +145,7 @@ int open_soft(const coll_config &c, runtime &rt, uint32_t nranks, local_rank<sof
 	}
 	lr.q_up = true;
 	lr.qpn = qpn_base + lr.rank;
-	lr.gid = sc.addresses[0];
+	lr.gid = addrs[0];
 	if (int rc = lr.q.add_qp(lr.qpn, c.qkey); rc != 0) {
 		fprintf(stderr, "rdgram-coll: rank %u: QP 0x%x: %s\n", lr.rank, lr.qpn, strerror(rc));
 		return 1;
@@ -168,7 +180,8 @@ template <class Dev> int open_rdma(const coll_config &c, runtime &rt, uint32_t n
 		o.nb_mbufs = 2047; /* the receive ring (rq_depth 1024) and inline copies */
 #endif
 	int rc = 0;
-	rt.ctl().call([&] { rc = apps::open_rdma_device(rt, c.rdma, o, lr.dev); });
+	std::string err;
+	rt.ctl().call([&] { rc = apps::open_device<Dev>(rt, {.rdma = &c.rdma, .rdma_opts = o}, lr.owner, &err); });
 	if (rc != 0) {
 		/* ENODEV: no such device here (or no active port): the
 		 * setting cannot run on this host. The mlx5 model
@@ -178,8 +191,7 @@ template <class Dev> int open_rdma(const coll_config &c, runtime &rt, uint32_t n
 		const char *model = rc == ENODEV && modelled ? " (no model stands in: the mlx5 model hosts one QP "
 							       "looping back to itself, EFA's only its AH path)"
 							     : "";
-		fprintf(stderr, "rdgram-coll: rank %u: %s%s\n", lr.rank, apps::rdma_open_error(lr.dev, c.rdma, rc).c_str(),
-			model);
+		fprintf(stderr, "rdgram-coll: rank %u: %s%s\n", lr.rank, err.c_str(), model);
 		return rc == ENODEV ? 2 : 1;
 	}
 	lr.opened = true;
@@ -306,30 +318,23 @@ template <class Dev> void close_rank(local_rank<Dev> &lr, unsigned *in_use)
 			lr.svc_up = false;
 		}
 		*in_use = 0;
-		if (rte_mempool *mp = lr.dev.mempool()) {
-			/* A port probed here is closed first: some PMDs keep mbufs in
-			 * their queues until then (net_af_xdp's fill queue). A port
-			 * the EAL was given is only stopped (most PMDs give their RX
-			 * rings back at stop). ARP/ND frames still in the device's
-			 * control rings are given back by close(). */
-			/* Sent frames the PMD still holds until it reaps their
-			 * completions (net_af_xdp: at its next TX burst). */
-			if (lr.opened) {
-				rte_eth_tx_done_cleanup(lr.port, 0, 0);
-				rte_eth_tx_burst(lr.port, 0, nullptr, 0);
-			}
-			rte_eth_dev_stop(lr.port);
-			if (lr.port_probed) {
-				rte_eth_dev_close(lr.port);
-				lr.port_probed = false;
-			}
+		rte_mempool *mp = lr.dev.mempool();
+		/* Sent frames the PMD still holds until it reaps their
+		 * completions (net_af_xdp: at its next TX burst). */
+		if (lr.opened) {
+			rte_eth_tx_done_cleanup(lr.owner.port_id(), 0, 0);
+			rte_eth_tx_burst(lr.owner.port_id(), 0, nullptr, 0);
+		}
+		/* The port goes first (soft::port::stop: stopped and closed,
+		 * removed when probed here): some PMDs keep mbufs in their
+		 * queues until then (net_af_xdp's fill queue). ARP/ND frames
+		 * still in the device's control rings are given back by
+		 * close(). */
+		lr.owner.stop();
+		if (mp != nullptr)
 			*in_use = rte_mempool_in_use_count(mp) - lr.dev.control_frames();
-		}
-		lr.dev.close();
-		if (lr.port_probed) {
-			rte_eth_dev_close(lr.port);
-			lr.port_probed = false;
-		}
+		lr.owner.close();
+		lr.opened = false;
 		return;
 	} else {
 		if (lr.svc_up) {

@@ -42,6 +42,7 @@
 #include "rdgram/ah_service.h"
 #include "rdgram/runtime.h"
 #include "driver.h"
+#include "open_device.h"
 
 namespace rdgram::coll {
 
@@ -82,11 +83,12 @@ template <class Dev> struct local_rank {
 	using queue_type = typename Dev::queue_type;
 	uint32_t rank = 0;
 	unsigned worker = 0;      /* the poll thread that serves it (threads mode: rank % workers) */
-	uint16_t port = 0;        /* soft: its DPDK port */
-	bool port_probed = false; /* soft, procs: the vdev is ours to remove */
 	unsigned pmd_held = 0;    /* soft: mbufs the port's queues held at start */
 	bool opened = false;      /* the device opened (soft: its port runs) */
-	Dev dev;
+	/* soft: its DPDK port with the device on it; the RDMA drivers: the
+	 * device (apps/common/open_device.h). */
+	apps::device_owner<Dev> owner;
+	Dev &dev = apps::device_of<Dev>(owner);
 	queue_type q;
 	bool q_up = false;        /* q was created on dev */
 	uint32_t qpn = 0;         /* its QP number */
@@ -103,14 +105,15 @@ template <class Dev> struct local_rank {
 	coll_rank<queue_type> eng;
 };
 
-/* Threads mode, soft: rank r's net_ring port, wired into sw. 0 or 1
- * (printed). */
-int make_ring_port(eth_switch &sw, uint32_t r, int node, uint16_t *port);
+/* Threads mode, soft: rank r's net_ring port, wired into sw, taken by
+ * owner with [port]'s settings pc. 0 or 1 (printed). */
+int make_ring_port(eth_switch &sw, uint32_t r, int node, const soft::port_config &pc, soft::port &owner);
 
-/* procs, soft: the rank's port from --port (devargs; "{rank}" is
+/* procs, soft: the rank's port from [port] pc (its devargs: "{rank}" is
  * replaced by the rank): an existing port of that name (given to the EAL
- * with --vdev or -a) or a vdev probed here. 0 or 1 (printed). */
-int open_user_port(const std::string &devargs, uint32_t rank, uint16_t *port, bool *probed);
+ * with --vdev or -a) or a vdev probed here, taken by owner. 0 or 1
+ * (printed). */
+int open_user_port(const soft::port_config &pc, uint32_t rank, soft::port &owner);
 
 /* Opens lr's device (soft: on lr.port), its queue with the rank's QP, and
  * starts its AH service. statics: the peers' static neighbours (soft,

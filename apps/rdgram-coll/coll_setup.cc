@@ -183,7 +183,7 @@ template <class Dev> int set_up_job(const coll_config &c, runtime &rt, job<Dev> 
 		auto lr = std::make_unique<local_rank<Dev>>();
 		lr->rank = my_rank;
 		if constexpr (apps::is_soft<Dev>)
-			status = open_user_port(c.port.devargs, my_rank, &lr->port, &lr->port_probed);
+			status = open_user_port(c.port, my_rank, lr->owner);
 		if (status == 0)
 			status = open_rank(c, rt, nranks, *lr, {}, node);
 		j.ranks.push_back(std::move(lr));
@@ -205,7 +205,7 @@ template <class Dev> int set_up_job(const coll_config &c, runtime &rt, job<Dev> 
 			auto lr = std::make_unique<local_rank<Dev>>();
 			lr->rank = r;
 			if constexpr (apps::is_soft<Dev>)
-				status = make_ring_port(j.sw, r, node, &lr->port);
+				status = make_ring_port(j.sw, r, node, c.port, lr->owner);
 			if (status == 0)
 				status = open_rank(c, rt, nranks, *lr, statics, node);
 			j.ranks.push_back(std::move(lr));
@@ -280,7 +280,7 @@ template <class Dev> close_stats<Dev> close_job(runtime &rt, job<Dev> &j, job_ct
 		cs.pstats[i] = rte_eth_stats{};
 		if constexpr (apps::is_soft<Dev>) {
 			if (lr.opened)
-				soft::port_stats(lr.port, &cs.pstats[i]);
+				soft::port_stats(lr.owner.port_id(), &cs.pstats[i]);
 			if (k.procs && status == 0)
 				cs.arp_matched += count_arp_matches(rt, lr, k.table);
 		}

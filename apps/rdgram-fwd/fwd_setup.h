@@ -32,7 +32,7 @@
 #include "rdgram/ah_service.h"
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
-#include "rdma_open.h"
+#include "open_device.h"
 #include "soft_port.h"
 #include "workers.h"
 
@@ -54,14 +54,8 @@ template <class Dev> struct port_rt {
 	const port_config *cfg = nullptr;
 	/* soft: the DPDK port and the device on it (soft_port.h); the RDMA
 	 * drivers: the [rdma] device. */
-	std::conditional_t<soft_drv, soft::port, Dev> owner;
-	Dev &dev()
-	{
-		if constexpr (soft_drv)
-			return owner.device();
-		else
-			return owner;
-	}
+	apps::device_owner<Dev> owner;
+	Dev &dev() { return apps::device_of<Dev>(owner); }
 	uint16_t port_id() const
 	{
 		if constexpr (soft_drv)
@@ -168,7 +162,7 @@ template <class Dev> int open_ports(runtime &rt, const fwd_config &c, fwd_app<De
 			for (const auto &pe : c.peers)
 				if (pe.mac && (pe.port == c.ports[p].name || (pe.port.empty() && p == 0)))
 					s.neighbours.push_back({pe.ip, *pe.mac});
-			if (a.ports[p]->owner.start(s, &err) != 0) {
+			if (apps::open_device<Dev>(rt, {.port = &c.ports[p], .setup = s}, a.ports[p]->owner, &err) != 0) {
 				fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
 				return 1;
 			}
@@ -178,8 +172,8 @@ template <class Dev> int open_ports(runtime &rt, const fwd_config &c, fwd_app<De
 	} else {
 		port_rt<Dev> &pr = *a.ports[0];
 		const apps::rdma_open o{.max_ah = pr.cfg->max_ah, .qkey = c.rdma.qkey};
-		if (int rc = apps::open_rdma_device(rt, c.rdma, o, pr.owner); rc != 0) {
-			fprintf(stderr, "rdgram-fwd: %s\n", apps::rdma_open_error(pr.owner, c.rdma, rc).c_str());
+		if (apps::open_device<Dev>(rt, {.rdma = &c.rdma, .rdma_opts = o}, pr.owner, &err) != 0) {
+			fprintf(stderr, "rdgram-fwd: %s\n", err.c_str());
 			return 1;
 		}
 		pr.open = true;

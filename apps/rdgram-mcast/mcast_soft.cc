@@ -11,6 +11,7 @@
 #include <rte_ethdev.h>
 
 #include "ah_attr.h"
+#include "open_device.h"
 #include "soft_port.h"
 #include "rdgram/config.h"
 
@@ -48,7 +49,8 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int>
 		if (pp < 0)
 			return ENOMEM;
 		soft_node *n = add("pub");
-		rc = open_node(*n, uint16_t(pp), mac_n(1), addrs_of(0));
+		const rte_ether_addr pm = mac_n(1);
+		rc = open_node(*n, pp, &pm, addrs_of(0));
 		if (rc == 0)
 			rc = make_publisher(*n, addrs_of(0));
 		for (unsigned k = 0; rc == 0 && k < c.subscribers; k++) {
@@ -56,7 +58,8 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int>
 			if (sp < 0)
 				return ENOMEM;
 			n = add("sub" + std::to_string(k));
-			rc = open_node(*n, uint16_t(sp), mac_n(uint8_t(k + 2)), addrs_of(k + 1));
+			const rte_ether_addr sm = mac_n(uint8_t(k + 2));
+			rc = open_node(*n, sp, &sm, addrs_of(k + 1));
 			if (rc == 0) {
 				sw_->set_copy_pool(k, n->dev.mempool());
 				rc = make_subscriber(*n);
@@ -64,44 +67,45 @@ int soft_fabric::open(const mcast_config &c, runtime &rt, const std::vector<int>
 		}
 		return rc;
 	}
-	uint16_t pid = 0;
-	if (std::string err; (rc = soft::probe_port(c.port.devargs, &pid, &err)) != 0) {
-		fprintf(stderr, "rdgram-mcast: %s\n", err.c_str());
-		return rc;
-	}
 	soft_node *n = add(c.mode);
-	rte_ether_addr mac = c.port.mac;
-	if (!c.port.set_mac)
-		rte_eth_macaddr_get(pid, &mac);
-	rc = open_node(*n, pid, mac, c.port.addresses);
+	rc = open_node(*n, -1, c.port.set_mac ? &c.port.mac : nullptr, c.port.addresses);
 	if (rc == 0)
 		rc = c.mode == "pub" ? make_publisher(*n, c.port.addresses) : make_subscriber(*n);
 	return rc;
 }
 
-/* Opens a node's device on port with a queue pair per worker, and on each
- * queue a QP of its own (--qpn + worker). */
-int soft_fabric::open_node(soft_node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs)
+/* Opens a node's port (switch_port: the switch's port of the node, --mode
+ * both; -1: [port]'s devargs) and device with a queue pair per worker,
+ * and on each queue a QP of its own (--qpn + worker). mac: the node's
+ * (nullptr: the port's own). */
+int soft_fabric::open_node(soft_node &n, int switch_port, const rte_ether_addr *mac, const std::vector<wire::gid> &addrs)
 {
-	soft::soft_config sc(c_->port); /* [port]'s settings: vlan, ecn, mtu, ... */
-	sc.port_id = port;
-	sc.set_mac = true;
-	sc.mac = mac;
-	sc.addresses = addrs;
-	sc.qsbr = rt_->qsbr();
-	sc.nb_queues = uint16_t(nw_);
+	soft::port_config pc = c_->port;
+	pc.queues = 0;
+	if (switch_port >= 0)
+		pc.name = n.name;
+	soft::port_setup ps;
+	ps.control = apps::control_host(*rt_); /* ARP/ND, IGMP/MLD queries, AH slots */
+	ps.qsbr = rt_->qsbr();
 	for (int s : sockets_) /* one AV replica per node that hosts a worker */
-		if (std::find(sc.av_nodes.begin(), sc.av_nodes.end(), s) == sc.av_nodes.end())
-			sc.av_nodes.push_back(s);
-	sc.nb_mbufs = c_->port.nb_mbufs * nw_;
-	if (c_->mode != "both")
-		sc.neighbours = c_->port.neighbours;
-	if (int rc = n.dev.open(sc); rc != 0) {
-		fprintf(stderr, "rdgram-mcast: %s port: %s\n", n.name.c_str(), n.dev.error().c_str());
+		if (std::find(ps.av_nodes.begin(), ps.av_nodes.end(), s) == ps.av_nodes.end())
+			ps.av_nodes.push_back(s);
+	ps.adjust = [&](soft::soft_config &sc) {
+		sc.set_mac = mac != nullptr;
+		if (mac != nullptr)
+			sc.mac = *mac;
+		sc.addresses = addrs;
+		sc.nb_mbufs = c_->port.nb_mbufs * nw_;
+		if (c_->mode == "both")
+			sc.neighbours.clear();
+	};
+	std::string err;
+	if (int rc = apps::open_device<soft::soft_device>(
+		    *rt_, {.port = &pc, .adopt = switch_port, .queues = uint16_t(nw_), .setup = ps}, n.owner, &err);
+	    rc != 0) {
+		fprintf(stderr, "rdgram-mcast: %s: %s\n", n.name.c_str(), err.c_str());
 		return rc;
 	}
-	if (rt_->ctl().add_poller(&soft::soft_device::control_poller, &n.dev) == 0)
-		n.polled_by = rt_;
 	n.q = std::make_unique<soft::soft_queue[]>(nw_);
 	for (unsigned w = 0; w < nw_; w++) {
 		if (int rc = n.dev.create_queue({.index = uint16_t(w), .socket = sockets_[w]}, n.q[w]); rc != 0) {
@@ -193,11 +197,6 @@ void soft_fabric::leave()
 
 void soft_fabric::close()
 {
-	for (auto &n : nodes_)
-		if (n->polled_by != nullptr) {
-			n->polled_by->ctl().remove_poller(&soft::soft_device::control_poller, &n->dev);
-			n->polled_by = nullptr;
-		}
 	/* Every queue's frames back to the pool, the hand-off rings' counted. */
 	for (auto &n : nodes_)
 		for (unsigned w = 0; w < n->nq; w++)
@@ -208,7 +207,7 @@ void soft_fabric::close()
 	pubq_.clear();
 	subq_.clear();
 	sub_nodes_.clear();
-	nodes_.clear(); /* each device closes as it goes */
+	nodes_.clear(); /* each port closes as it goes: its control poller, the port, the device */
 }
 
 } // namespace rdgram::mcast

@@ -25,6 +25,7 @@
 #include "mcast_switch.h"
 #include "rdgram/runtime.h"
 #include "soft_device.h"
+#include "soft_port.h"
 
 namespace rdgram::mcast {
 
@@ -33,10 +34,12 @@ namespace rdgram::mcast {
 struct soft_node {
 	using queue_type = soft::soft_queue;
 	std::string name;
-	soft::soft_device dev;
+	/* The DPDK port with the device on it, the device's control poller
+	 * on the control thread (soft_port.h). */
+	soft::port owner;
+	soft::soft_device &dev = owner.device();
 	std::unique_ptr<soft::soft_queue[]> q; /* per worker */
 	unsigned nq = 0;                       /* queues created */
-	runtime *polled_by = nullptr;          /* the control thread polls dev */
 };
 
 /* The run's devices on the soft driver. (Main thread; the control thread
@@ -63,7 +66,7 @@ public:
 	flood_switch *switch_ports() const { return sw_.get(); } /* --mode both; else nullptr */
 
 private:
-	int open_node(soft_node &n, uint16_t port, const rte_ether_addr &mac, const std::vector<wire::gid> &addrs);
+	int open_node(soft_node &n, int switch_port, const rte_ether_addr *mac, const std::vector<wire::gid> &addrs);
 	int make_publisher(soft_node &n, const std::vector<wire::gid> &addrs);
 	int make_subscriber(soft_node &n);
 

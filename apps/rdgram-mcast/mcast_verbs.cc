@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "rdgram/config.h"
-#include "rdma_open.h"
+#include "open_device.h"
 
 namespace rdgram::mcast {
 

@@ -219,8 +219,19 @@ int open_sides(runtime &rt, const perf_config &c, perf_config &cx, side<Dev> &sr
 				return st;
 			srv.add_workers(ls);
 			cli.add_workers(lc);
-			if (open_soft_side(rt, c, srv, ps, false) != 0 || open_soft_side(rt, c, cli, pc, false) != 0)
-				return 1;
+			/* Each side's port: the [port] table's settings on a
+			 * net_ring port of the pair. */
+			for (auto [s, id] : {std::pair{&srv, ps}, std::pair{&cli, pc}}) {
+				soft::port_config pt = c.port;
+				pt.name = s->role;
+				pt.queues = 0;
+				if (std::string err; s->owner.adopt(pt, id, uint16_t(n), &err) != 0) {
+					fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
+					return 1;
+				}
+				if (open_soft_side(rt, c, *s, false) != 0)
+					return 1;
+			}
 			*sides = {&srv, &cli};
 			return 0;
 		}
@@ -228,16 +239,16 @@ int open_sides(runtime &rt, const perf_config &c, perf_config &cx, side<Dev> &sr
 		 * config (perf_oob.h). */
 		if (!peer && !c.rdma.oob.empty() && oob_swap(c, *me.self, is_server ? &cx.client : &cx.server) != 0)
 			return 1;
-		uint16_t port;
-		if (std::string err; soft::probe_port(c.port.devargs, &port, &err) != 0) {
+		if (std::string err; me.owner.probe(c.port, uint16_t(n), &err) != 0) {
 			fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
 			return 1;
 		}
+		const uint16_t port = me.owner.port_id();
 		std::vector<lcore_cpu> l;
-		if (int st = pick_lcores(rt, n, rte_eth_dev_socket_id(port), &l); st != 0)
+		if (int st = pick_lcores(rt, n, me.owner.socket(), &l); st != 0)
 			return st;
 		me.add_workers(l);
-		if (open_soft_side(rt, c, me, port, peer) != 0)
+		if (open_soft_side(rt, c, me, peer) != 0)
 			return 1;
 		if (peer) {
 			if (!wait_link_up(port, deadline)) {

@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include "open_device.h"
 #include "perf_config.h"
 #include "perf_cpu.h"
 #include "perf_status.h"
@@ -31,37 +32,6 @@
 #include "rdgram/runtime.h"
 
 namespace rdgram::perf {
-
-/* A control-thread poller of a device (the soft driver's ARP/ND and
- * reclaim), removed when this goes away: declared after the device in
- * endpoint, so that it goes before the device closes. */
-struct ctl_poller {
-	runtime *rt = nullptr;
-	bool (*fn)(void *, uint64_t) = nullptr;
-	void *arg = nullptr;
-
-	ctl_poller() = default;
-	ctl_poller(const ctl_poller &) = delete;
-	ctl_poller &operator=(const ctl_poller &) = delete;
-	/* (Main thread.) true when it was added. */
-	bool add(runtime &r, bool (*f)(void *, uint64_t), void *a)
-	{
-		if (r.ctl().add_poller(f, a) != 0)
-			return false;
-		rt = &r;
-		fn = f;
-		arg = a;
-		return true;
-	}
-	/* (Main thread.) Off the control thread; nothing when not added. */
-	void remove()
-	{
-		if (rt != nullptr)
-			rt->ctl().remove_poller(fn, arg);
-		rt = nullptr;
-	}
-	~ctl_poller() { remove(); }
-};
 
 /* One poll thread of a side (a worker): its queue on the side's device
  * (Dev: soft_device, verbs_device, mlx5_device, efa_device; queue i of
@@ -92,10 +62,12 @@ template <class Dev> struct side {
 	const char *role;
 	const endpoint_config *self;
 	const endpoint_config *other;
-	Dev dev;
+	/* soft: the DPDK port with the device on it (and its control
+	 * poller); the RDMA drivers: the device (open_device.h). */
+	apps::device_owner<Dev> owner;
+	Dev &dev = apps::device_of<Dev>(owner);
 	std::vector<std::unique_ptr<endpoint<Dev>>> w;
 	std::vector<ah_handle> dests; /* txonly --dests (soft client) */
-	ctl_poller polled; /* last: off the control thread before dev closes */
 
 	side(const char *r, const endpoint_config *s, const endpoint_config *o) : role(r), self(s), other(o) {}
 	side(const side &) = delete;
@@ -131,8 +103,7 @@ template <class Dev> struct side {
 		dests.clear();
 		for (auto &e : w)
 			dev.destroy_queue(e->q); /* nothing when it was not created */
-		polled.remove();
-		dev.close();
+		owner.close(); /* soft: the control poller, the port, the device */
 	}
 };
 

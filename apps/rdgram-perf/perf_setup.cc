@@ -22,24 +22,8 @@
 
 namespace rdgram::perf {
 
-int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, uint16_t port_id, bool peer_mode)
+int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, bool peer_mode)
 {
-	soft::soft_config sc(c); /* [port]: mtu, pkey, max_ah, neighbour resolution */
-	sc.port_id = port_id;
-	sc.nb_queues = uint16_t(s.w.size());
-	sc.set_mac = true;
-	sc.mac = s.self->mac;
-	sc.addresses = {s.self->address};
-	sc.nb_mbufs = c.port.nb_mbufs;
-	if (c.mode != "loopback") {
-		/* The side's port table: its GID table, self->address first
-		 * (sgid_index 0 of every AH here; select_port took it from the
-		 * table), and its static neighbours. */
-		for (const auto &a : c.port.addresses)
-			if (!(a == s.self->address))
-				sc.addresses.push_back(a);
-		sc.neighbours = c.port.neighbours;
-	}
 	/* The peer's MAC as a static neighbour when it is known (the config,
 	 * or a soft peer's --oob record); a verbs peer does not know its MAC
 	 * (its --oob record says 00:00:00:00:00:00) and the standard tools
@@ -50,33 +34,50 @@ int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, uint16_t por
 		fprintf(stderr, "rdgram-perf: --dests needs the peer's MAC (client.mac of the server's config)\n");
 		return EINVAL;
 	}
-	if (with_dests) {
-		/* One AH per destination plus the peers' own. */
-		for (const auto &d : dest_neighbours(*s.other, *s.self, c.dests))
-			sc.neighbours.push_back(d);
-		sc.max_ah = std::max<uint32_t>(c.max_ah, c.dests + uint32_t(s.w.size()));
-	} else if (peer_mac_known) {
-		sc.neighbours.push_back({s.other->address, s.other->mac});
-	}
-	if (peer_mode)
-		sc.resolve = true;
-	sc.qsbr = rt.qsbr();
+	std::vector<soft::neighbour> statics;
+	soft::port_setup ps;
+	ps.control = apps::control_host(rt); /* ARP/ND answers, AH slots reclaimed */
+	ps.qsbr = rt.qsbr();
 	/* The AV replicas go on the poll threads' NUMA nodes. */
 	std::vector<lcore_cpu> where;
 	for (const auto &e : s.w)
 		where.push_back(e->where);
-	sc.av_nodes = replica_nodes(rt.topology(), where);
-	if (int rc = s.dev.open(sc); rc != 0) {
-		fprintf(stderr, "rdgram-perf: %s port: %s\n", s.role, s.dev.error().c_str());
-		return rc;
+	ps.av_nodes = replica_nodes(rt.topology(), where);
+	ps.adjust = [&](soft::soft_config &sc) {
+		static_cast<soft::soft_port_params &>(sc) = c; /* [port] with the command line's */
+		sc.set_mac = true;
+		sc.mac = s.self->mac;
+		sc.addresses = {s.self->address};
+		sc.neighbours.clear();
+		if (c.mode != "loopback") {
+			/* The side's port table: its GID table, self->address
+			 * first (sgid_index 0 of every AH here; select_port took
+			 * it from the table), and its static neighbours. */
+			for (const auto &a : c.port.addresses)
+				if (!(a == s.self->address))
+					sc.addresses.push_back(a);
+			sc.neighbours = c.port.neighbours;
+		}
+		if (with_dests) {
+			/* One AH per destination plus the peers' own. */
+			for (const auto &d : dest_neighbours(*s.other, *s.self, c.dests))
+				sc.neighbours.push_back(d);
+			sc.max_ah = std::max<uint32_t>(c.max_ah, c.dests + uint32_t(s.w.size()));
+		} else if (peer_mac_known) {
+			sc.neighbours.push_back({s.other->address, s.other->mac});
+		}
+		if (peer_mode)
+			sc.resolve = true;
+		statics = sc.neighbours;
+	};
+	if (std::string err; apps::open_device<soft::soft_device>(rt, {.port = &c.port, .setup = ps}, s.owner, &err) != 0) {
+		fprintf(stderr, "rdgram-perf: %s: %s\n", s.role, err.c_str());
+		return 1;
 	}
-	/* The control thread answers ARP/ND for our address and reclaims AH
-	 * slots (the poll threads carry the frames). */
-	s.polled.add(rt, &soft::soft_device::control_poller, &s.dev);
+	const std::vector<int> &av_nodes = ps.av_nodes;
 	for (auto &e : s.w) {
 		const int node = numa_of_cpu(rt.topology(), e->where.cpu);
-		if (int rc = s.dev.create_queue({.index = uint16_t(e->index), .socket = node >= 0 ? node : sc.av_nodes[0]},
-						e->q);
+		if (int rc = s.dev.create_queue({.index = uint16_t(e->index), .socket = node >= 0 ? node : av_nodes[0]}, e->q);
 		    rc != 0) {
 			fprintf(stderr, "rdgram-perf: %s queue %u: %s\n", s.role, e->index, s.dev.error().c_str());
 			return rc;
@@ -111,7 +112,7 @@ int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, uint16_t por
 		e->to = peer{h, s.other->qpn + e->index, s.other->qkey};
 	}
 	if (with_dests)
-		return create_dests(rt, s.dev, sc.neighbours, c.dest_order == "random", &s.dests);
+		return create_dests(rt, s.dev, statics, c.dest_order == "random", &s.dests);
 	return 0;
 }
 

@@ -33,7 +33,7 @@
 #include "rdgram/config.h"
 #include "rdgram/runtime.h"
 #include "rdgram/telemetry.h"
-#include "rdma_open.h"
+#include "open_device.h"
 
 namespace rdgram::perf {
 
@@ -42,14 +42,15 @@ using soft_side = side<soft::soft_device>;
 
 /* ---- the soft driver ---------------------------------------------------- */
 
-/* Opens the soft device on port_id for s, with one queue per worker (its
- * workers added, their lcores set): worker i on queue i with QP
- * self.qpn + i, sending to the peer's QP other.qpn + i. Unless peer_mode
- * (a standard tool is the peer: its address comes from the exchange,
- * its MAC by ARP/ND), each worker's AH to its peer (resolved by ARP/ND
- * when the peer's MAC is not known, bounded by the run's timeout) and,
- * for txonly --dests, the prepared destinations. 0 or an errno value. */
-int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, uint16_t port_id, bool peer_mode);
+/* Starts s's port (s.owner, probed or adopted already) with one queue
+ * per worker (its workers added, their lcores set): worker i on queue i
+ * with QP self.qpn + i, sending to the peer's QP other.qpn + i. Unless
+ * peer_mode (a standard tool is the peer: its address comes from the
+ * exchange, its MAC by ARP/ND), each worker's AH to its peer (resolved by
+ * ARP/ND when the peer's MAC is not known, bounded by the run's timeout)
+ * and, for txonly --dests, the prepared destinations. 0 or an errno
+ * value. */
+int open_soft_side(runtime &rt, const perf_config &c, soft_side &s, bool peer_mode);
 
 /* Loopback: the net_ring pair joining the two sides' ports, n queues
  * each (queue i to queue i), and the lcores of their n workers each
@@ -91,8 +92,8 @@ template <class Dev>
 int open_rdma_side(runtime &rt, const perf_config &c, side<Dev> &s,
 		   const std::function<int(int numa, std::vector<lcore_cpu> *)> &pick)
 {
-	if (int rc = apps::open_rdma_device(rt, c.rdma, {.max_ah = c.max_ah}, s.dev); rc != 0) {
-		fprintf(stderr, "rdgram-perf: %s\n", apps::rdma_open_error(s.dev, c.rdma, rc).c_str());
+	if (std::string err; apps::open_device<Dev>(rt, {.rdma = &c.rdma, .rdma_opts = {.max_ah = c.max_ah}}, s.owner, &err) != 0) {
+		fprintf(stderr, "rdgram-perf: %s\n", err.c_str());
 		return 1;
 	}
 	std::vector<lcore_cpu> lcores;
