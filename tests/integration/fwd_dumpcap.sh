@@ -122,13 +122,16 @@ prefix=$(sed -n 's/^rdgram-fwd: capture: dpdk-dumpcap --file-prefix=\([^ ]*\) .*
 if [ -z "$prefix" ]; then
   echo "FAIL: rdgram-fwd did not offer capture:"; cat "$tmp/fwd.out" "$tmp/fwd.err"; exit 1
 fi
-# Reflecting already (its counters on SIGUSR1): the capture then holds both
-# directions from its first frame, however long the first ARP learning and
-# replies took on a loaded machine.
+# Reflecting already (its counters on SIGUSR1: a QP's "reflected", not the
+# driver's tx_pkts, which counts its ARP request and reply too): the
+# capture then holds both directions from its first frame, however long
+# the first ARP learning and the AH to the sender took on a loaded
+# machine. (A capture of 120 frames all inbound came of waiting for
+# tx_pkts: the replies were still waiting for their AH.)
 for _ in $(seq 100); do
   kill -USR1 "${pids[0]}" 2>/dev/null
   sleep 0.2
-  grep -Eq "tx_pkts [1-9]" "$tmp/fwd.out" && break
+  grep -Eq "reflected [1-9]" "$tmp/fwd.out" && break
 done
 timeout 30 dpdk-dumpcap --file-prefix="$prefix" -D >"$tmp/list" 2>&1
 rc=$?

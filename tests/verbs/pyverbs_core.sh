@@ -38,7 +38,7 @@ allowed+="|Allocating dmabuf is not supported by [^']*"
 cat >"$tmp/one.toml" <<EOT
 [[port]]
 name = "rdg0"
-device = "net_ring0"
+devargs = "net_ring0"
 mac = "02:00:00:00:00:01"
 addresses = ["10.0.0.1", "fd00::1"]
 EOT
