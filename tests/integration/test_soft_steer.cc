@@ -154,9 +154,11 @@ struct steer_pair {
 	}
 };
 
-class SoftSteer : public ::testing::TestWithParam<bool> {};
-
 } // namespace
+
+/* Outside the anonymous namespace, as the TEST_P classes derived from it
+ * are (GCC's -Wsubobject-linkage in a unity build). */
+class SoftSteer : public ::testing::TestWithParam<bool> {};
 
 TEST_P(SoftSteer, WrongQueueIsHandedToTheOwner)
 {
