@@ -33,6 +33,7 @@
 #include "soft_port.h"
 #include "rdgram/config.h"
 #include "rv.h"
+#include "rv_mlx5_nic.h"
 #include "rv_api.h"
 #include "rv_kernel.h"
 
@@ -391,10 +392,14 @@ void stop_all()
 		return;
 	service_stop();
 	svc_thread.join();
+	for (auto *d : p.devs)
+		m5::stop(*d);
 	const char *st = getenv("RDGRAM_VERBS_STATS");
 	if (st != nullptr && *st != '\0' && *st != '0')
-		for (auto *d : p.devs)
+		for (auto *d : p.devs) {
 			print_stats(*d);
+			m5::print_counters(*d);
+		}
 	/* The ports are closed on the EAL's interrupt thread, as an alarm:
 	 * DPDK 22.11's net_memif handles a peer's disconnect there and frees
 	 * the same regions its close frees, without a lock; closing from

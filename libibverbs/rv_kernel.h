@@ -70,6 +70,31 @@ struct rv_kernel {
 	int (*query_pkey)(rv_context *c, uint8_t port_num, uint16_t index, __be16 *pkey);
 	/* An ioctl method (object, method) with its attributes. */
 	int (*ioctl)(rv_context *c, const ib_uverbs_ioctl_hdr *hdr);
+
+	/* The objects. in/inlen: the driver's request (udata in), out/outlen
+	 * its response (udata out, zeroed by the caller); *handle: the
+	 * kernel's handle of the new object (ibv_pd.handle, ...). */
+	int (*alloc_pd)(rv_context *c, uint32_t *handle, void *out, size_t outlen);
+	int (*dealloc_pd)(rv_context *c, uint32_t handle);
+	int (*reg_mr)(rv_context *c, uint32_t pd, uint64_t addr, uint64_t length, uint64_t iova, int access,
+		      uint32_t *handle, uint32_t *lkey, uint32_t *rkey);
+	int (*dereg_mr)(rv_context *c, uint32_t handle);
+	/* cq is the provider's, named in its completion events; *cqe_out
+	 * the entries it really has. */
+	int (*create_cq)(rv_context *c, ibv_cq *cq, uint32_t cqe, ibv_comp_channel *channel, const void *in,
+			 size_t inlen, void *out, size_t outlen, uint32_t *handle, uint32_t *cqe_out);
+	/* *events: the completion events reported for it (the caller waits
+	 * for their acknowledgement). */
+	int (*destroy_cq)(rv_context *c, uint32_t handle, uint32_t *events);
+	/* attr->cap is answered with what the QP has. */
+	int (*create_qp)(rv_context *c, ibv_qp_init_attr_ex *attr, const void *in, size_t inlen, void *out,
+			 size_t outlen, uint32_t *handle, uint32_t *qpn);
+	int (*modify_qp)(rv_context *c, ibv_qp *qp, const ibv_qp_attr *attr, int mask);
+	int (*query_qp)(rv_context *c, ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init);
+	int (*destroy_qp)(rv_context *c, uint32_t handle);
+	int (*create_ah)(rv_context *c, ibv_pd *pd, const ibv_ah_attr *attr, void *out, size_t outlen,
+			 uint32_t *handle);
+	int (*destroy_ah)(rv_context *c, uint32_t handle);
 };
 
 extern const rv_kernel mlx5_ib;

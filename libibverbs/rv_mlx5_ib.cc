@@ -29,14 +29,23 @@
 #include <cstring>
 #include <new>
 
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include <infiniband/mlx5dv.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 #include <rdma/mlx5-abi.h>
 #include <rdma/mlx5_user_ioctl_cmds.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <rte_cycles.h>
+
 #include "rv.h"
 #include "rv_kernel.h"
+#include "rv_mlx5_nic.h"
+#include "soft_port.h"
 
 namespace rdgram::rv {
 
@@ -77,10 +86,55 @@ struct mlx5_uctx {
 	bool allocated = false;
 	uint32_t tot_bfregs = 0;
 	uint32_t cqe_version = 0;
+	/* The memfd's pages, mapped here too: the NIC reads the CQ arm
+	 * doorbells that land in the UAR pages. */
+	uint8_t *uar_map = nullptr;
+	size_t uar_len = 0;
+	unsigned uar_slots[2] = {~0u, ~0u}; /* its two watched words in the NIC */
+	uint32_t pds = 0; /* PD handles handed out */
 };
 
 mlx5_uctx &uctx(rv_context *c) { return *static_cast<mlx5_uctx *>(c->kern); }
 rv_device &dev(rv_context *c) { return *reinterpret_cast<rv_device *>(c->dev); }
+
+/* The NIC watches the CQ doorbell word (MLX5_CQ_DOORBELL) of the first
+ * UAR page, where libmlx5 rings a CQ's arm: mapped with the regular
+ * (command 0) or the non-cached (command 3) mmap command. */
+void watch_uar(rv_context *c)
+{
+	mlx5_uctx &u = uctx(c);
+	m5::nic *n = dev(c).nic;
+	if (n == nullptr)
+		return;
+	const size_t page = size_t(sysconf(_SC_PAGESIZE));
+	const unsigned cmds[2] = {MLX5_IB_MMAP_REGULAR_PAGE, MLX5_IB_MMAP_NC_PAGE};
+	rv_device &d = dev(c);
+	dp_lock(d);
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned i = 0; i < m5::max_uars; i++)
+			if (n->uar_db[i] == nullptr) {
+				n->uar_db[i] = reinterpret_cast<const uint64_t *>(
+					u.uar_map + (size_t(cmds[k]) << mmap_cmd_shift) * page + MLX5_CQ_DOORBELL);
+				n->uar_seen[i] = 0;
+				u.uar_slots[k] = i;
+				break;
+			}
+	dp_unlock(d);
+}
+
+void unwatch_uar(rv_context *c)
+{
+	mlx5_uctx &u = uctx(c);
+	m5::nic *n = dev(c).nic;
+	if (n == nullptr)
+		return;
+	rv_device &d = dev(c);
+	dp_lock(d);
+	for (unsigned s : u.uar_slots)
+		if (s < m5::max_uars)
+			n->uar_db[s] = nullptr;
+	dp_unlock(d);
+}
 
 int m_open(rv_context *c, int *cmd_fd)
 {
@@ -98,13 +152,26 @@ int m_open(rv_context *c, int *cmd_fd)
 		close(fd);
 		return ENOMEM;
 	}
+	u->uar_len = uar_file_pages * size_t(page);
+	void *map = mmap(nullptr, u->uar_len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		const int e = errno;
+		delete u;
+		close(fd);
+		return e;
+	}
+	u->uar_map = static_cast<uint8_t *>(map);
 	c->kern = u;
 	*cmd_fd = fd;
+	watch_uar(c);
 	return 0;
 }
 
 void m_release(rv_context *c)
 {
+	unwatch_uar(c);
+	if (uctx(c).uar_map != nullptr)
+		munmap(uctx(c).uar_map, uctx(c).uar_len);
 	delete static_cast<mlx5_uctx *>(c->kern);
 	c->kern = nullptr;
 }
@@ -278,6 +345,484 @@ int m_query_pkey(rv_context *c, uint8_t port_num, uint16_t index, __be16 *pkey)
 	return 0;
 }
 
+/* ---- objects ---- */
+
+m5::nic &nic_of(rv_context *c) { return *dev(c).nic; }
+
+constexpr uint32_t max_cqe = (1u << 22) - 1;
+
+bool pow2(uint32_t v) { return v != 0 && (v & (v - 1)) == 0; }
+
+int m_alloc_pd(rv_context *c, uint32_t *handle, void *out, size_t outlen)
+{
+	mlx5_uctx &u = uctx(c);
+	*handle = ++u.pds;
+	mlx5_ib_alloc_pd_resp r{};
+	r.pdn = *handle; /* a PD number of this context's, as the device's */
+	memcpy(out, &r, std::min(outlen, sizeof(r)));
+	return 0;
+}
+
+int m_dealloc_pd(rv_context *, uint32_t) { return 0; }
+
+/* An MR is an address range and its access: the NIC checks each data
+ * segment's lkey, address and length against it. */
+int m_reg_mr(rv_context *c, uint32_t pd, uint64_t addr, uint64_t length, uint64_t, int access, uint32_t *handle,
+	     uint32_t *lkey, uint32_t *rkey)
+{
+	if (length == 0 || addr + length < addr)
+		return EINVAL;
+	m5::nic &n = nic_of(c);
+	auto *m = new (std::nothrow) m5::mr{};
+	if (m == nullptr)
+		return ENOMEM;
+	rv_device &d = dev(c);
+	dp_lock(d);
+	unsigned slot = 1;
+	while (slot < m5::max_mrs && n.mrs[slot] != nullptr)
+		slot++;
+	if (slot == m5::max_mrs) {
+		dp_unlock(d);
+		delete m;
+		return ENOMEM;
+	}
+	/* mkey = index << 8 | a tag that is never 0: 0x100, libmlx5's
+	 * MLX5_INVALID_LKEY, is not an lkey. */
+	const uint32_t tag = 1 + (n.mr_serial++ % 255);
+	m->lo = addr;
+	m->hi = addr + length;
+	m->lkey = slot << 8 | tag;
+	m->pdn = pd;
+	m->access = access;
+	n.mrs[slot] = m;
+	dp_unlock(d);
+	*handle = slot;
+	*lkey = m->lkey;
+	*rkey = m->lkey;
+	return 0;
+}
+
+int m_dereg_mr(rv_context *c, uint32_t handle)
+{
+	m5::nic &n = nic_of(c);
+	if (handle == 0 || handle >= m5::max_mrs)
+		return EINVAL;
+	rv_device &d = dev(c);
+	dp_lock(d);
+	m5::mr *m = n.mrs[handle];
+	n.mrs[handle] = nullptr;
+	dp_unlock(d);
+	if (m == nullptr)
+		return EINVAL;
+	delete m;
+	return 0;
+}
+
+int m_create_cq(rv_context *c, ibv_cq *cq, uint32_t cqe, ibv_comp_channel *channel, const void *in, size_t inlen,
+		void *out, size_t outlen, uint32_t *handle, uint32_t *cqe_out)
+{
+	mlx5_ib_create_cq req{};
+	if (inlen < offsetof(mlx5_ib_create_cq, flags))
+		return EINVAL;
+	memcpy(&req, in, std::min(inlen, sizeof(req)));
+	if (cqe == 0 || cqe > max_cqe)
+		return EINVAL;
+	if (req.cqe_size != 64 && req.cqe_size != 128)
+		return EINVAL;
+	if (req.cqe_comp_en != 0)
+		return kernel_refuse("mlx5_ib", "create_cq with CQE compression", EOPNOTSUPP);
+	if (req.flags & ~MLX5_IB_CREATE_CQ_FLAGS_UAR_PAGE_INDEX)
+		return kernel_refuse("mlx5_ib", "create_cq with 128-byte padding or real-time stamps", EOPNOTSUPP);
+	/* The kernel's: entries = roundup_pow_of_two(cqe + 1). */
+	uint32_t n = 1, log = 0;
+	while (n < cqe + 1) {
+		n <<= 1;
+		log++;
+	}
+	auto *q = new (std::nothrow) m5::cq{};
+	if (q == nullptr)
+		return ENOMEM;
+	q->buf = reinterpret_cast<uint8_t *>(uintptr_t(req.buf_addr));
+	q->dbrec = reinterpret_cast<uint32_t *>(uintptr_t(req.db_addr));
+	q->ncqe = n;
+	q->log_ncqe = log;
+	q->cqe_sz = req.cqe_size;
+	q->chan = reinterpret_cast<rv_channel *>(channel);
+	q->ibcq = cq;
+	/* The ARM_DB word gets a value no arm writes, so that the first
+	 * arm (sequence 0, consumer index 0: the word 0) is a change. */
+	__atomic_store_n(&q->dbrec[m5::MLX5_CQ_ARM_DB], m5::arm_poison, __ATOMIC_RELEASE);
+	q->arm_seen = m5::arm_poison;
+	m5::nic &nc = nic_of(c);
+	rv_device &d = dev(c);
+	dp_lock(d);
+	unsigned slot = 0;
+	while (slot < m5::max_cqs && nc.cqs[slot] != nullptr)
+		slot++;
+	if (slot == m5::max_cqs) {
+		dp_unlock(d);
+		delete q;
+		return ENOMEM;
+	}
+	q->cqn = slot + 1;
+	nc.cqs[slot] = q;
+	dp_unlock(d);
+	mlx5_ib_create_cq_resp r{};
+	r.cqn = q->cqn;
+	memcpy(out, &r, std::min(outlen, sizeof(r)));
+	*handle = slot;
+	*cqe_out = n - 1;
+	return 0;
+}
+
+int m_destroy_cq(rv_context *c, uint32_t handle, uint32_t *events)
+{
+	m5::nic &n = nic_of(c);
+	if (handle >= m5::max_cqs)
+		return EINVAL;
+	rv_device &d = dev(c);
+	dp_lock(d);
+	m5::cq *q = n.cqs[handle];
+	if (q == nullptr) {
+		dp_unlock(d);
+		return EINVAL;
+	}
+	for (m5::qp *p : n.qps)
+		if (p != nullptr && (p->scq == q || p->rcq == q)) {
+			dp_unlock(d);
+			return EBUSY;
+		}
+	n.cqs[handle] = nullptr;
+	dp_unlock(d);
+	uint32_t ev = 0;
+	if (q->chan != nullptr) {
+		std::lock_guard<std::mutex> g(q->chan->mu);
+		ev = q->events_reported;
+	}
+	*events = ev;
+	delete q;
+	return 0;
+}
+
+/* A UD QP. The QPN's low bits are its slot: the NIC finds it without a
+ * search. */
+int m_create_qp(rv_context *c, ibv_qp_init_attr_ex *a, const void *in, size_t inlen, void *out, size_t outlen,
+		uint32_t *handle, uint32_t *qpn)
+{
+	if (a->qp_type != IBV_QPT_UD)
+		return kernel_refuse("mlx5_ib", "create_qp of a type other than UD", EOPNOTSUPP);
+	if (a->srq != nullptr)
+		return kernel_refuse("mlx5_ib", "create_qp with an SRQ", EOPNOTSUPP);
+	mlx5_ib_create_qp req{};
+	if (inlen < offsetof(mlx5_ib_create_qp, sq_buf_addr))
+		return EINVAL;
+	memcpy(&req, in, std::min(inlen, sizeof(req)));
+	/* Scatter-to-CQE is a hint the kernel drops without a word when the
+	 * device cannot (and this one does not: receives go to the buffers). */
+	const uint32_t known = MLX5_QP_FLAG_SIGNATURE | MLX5_QP_FLAG_BFREG_INDEX | MLX5_QP_FLAG_UAR_PAGE_INDEX |
+			       MLX5_QP_FLAG_SCATTER_CQE | MLX5_QP_FLAG_ALLOW_SCATTER_CQE;
+	if (req.flags & ~known)
+		return kernel_refuse("mlx5_ib", "create_qp with driver flags (scatter-to-CQE, tunnel, ...)", EINVAL);
+	if (!pow2(req.sq_wqe_count) || req.sq_wqe_count > max_qp_wr ||
+	    (req.rq_wqe_count != 0 && (!pow2(req.rq_wqe_count) || req.rq_wqe_count > max_qp_wr)) ||
+	    (req.rq_wqe_count != 0 && (req.rq_wqe_shift < 4 || req.rq_wqe_shift > 12)))
+		return EINVAL;
+	m5::nic &n = nic_of(c);
+	auto *q = new (std::nothrow) m5::qp{};
+	if (q == nullptr)
+		return ENOMEM;
+	auto *buf = reinterpret_cast<uint8_t *>(uintptr_t(req.buf_addr));
+	q->rq = buf;
+	q->rq_cnt = req.rq_wqe_count;
+	q->rq_shift = req.rq_wqe_shift;
+	q->sq = buf + (size_t(req.rq_wqe_count) << req.rq_wqe_shift);
+	q->sq_cnt = req.sq_wqe_count;
+	q->db = reinterpret_cast<uint32_t *>(uintptr_t(req.db_addr));
+	q->uidx = req.uidx & 0xffffff;
+	q->sq_sig_all = a->sq_sig_all != 0;
+	q->cap = a->cap;
+	rv_device &d = dev(c);
+	dp_lock(d);
+	m5::cq *scq = a->send_cq != nullptr && a->send_cq->handle < m5::max_cqs ? n.cqs[a->send_cq->handle] : nullptr;
+	m5::cq *rcq = a->recv_cq != nullptr && a->recv_cq->handle < m5::max_cqs ? n.cqs[a->recv_cq->handle] : nullptr;
+	unsigned slot = 0;
+	while (slot < m5::max_qps && n.qps[slot] != nullptr)
+		slot++;
+	if (scq == nullptr || rcq == nullptr || slot == m5::max_qps) {
+		dp_unlock(d);
+		delete q;
+		return scq == nullptr || rcq == nullptr ? EINVAL : ENOMEM;
+	}
+	q->scq = scq;
+	q->rcq = rcq;
+	q->qpn = (n.qpn_serial++ << 3 | slot) & 0xffffff;
+	if (q->qpn < 2)
+		q->qpn = (n.qpn_serial++ << 3 | slot) & 0xffffff;
+	n.qps[slot] = q;
+	dp_unlock(d);
+	mlx5_ib_create_qp_resp r{};
+	/* The QP's bfreg: the one named (thread domains), else bfreg 1, a
+	 * medium one, shared (guess: docs/HARDWARE.md). */
+	r.bfreg_index = (req.flags & (MLX5_QP_FLAG_BFREG_INDEX | MLX5_QP_FLAG_UAR_PAGE_INDEX)) ? req.bfreg_index
+	                : uctx(c).tot_bfregs > 1 ? 1 : 0;
+	r.ece_options = 0;
+	memcpy(out, &r, std::min(outlen, sizeof(r)));
+	*handle = slot;
+	*qpn = q->qpn;
+	return 0;
+}
+
+m5::qp *qp_of(rv_context *c, ibv_qp *qp)
+{
+	if (qp->handle >= m5::max_qps)
+		return nullptr;
+	return nic_of(c).qps[qp->handle];
+}
+
+/* ib_modify_qp_is_ok for a UD QP: whether cur -> next is a transition,
+ * and the attributes it requires and allows. */
+bool ud_transition(ibv_qp_state cur, ibv_qp_state next, int *req, int *opt)
+{
+	*req = 0;
+	*opt = 0;
+	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
+		return true;
+	const int qkey_opt = IBV_QP_CUR_STATE | IBV_QP_QKEY;
+	switch (cur) {
+	case IBV_QPS_RESET:
+		*req = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+		return next == IBV_QPS_INIT;
+	case IBV_QPS_INIT:
+		*opt = next == IBV_QPS_INIT ? IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY : IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+		return next == IBV_QPS_INIT || next == IBV_QPS_RTR;
+	case IBV_QPS_RTR:
+		*req = IBV_QP_SQ_PSN;
+		*opt = qkey_opt;
+		return next == IBV_QPS_RTS;
+	case IBV_QPS_RTS:
+		*opt = next == IBV_QPS_RTS ? qkey_opt : IBV_QP_EN_SQD_ASYNC_NOTIFY;
+		return next == IBV_QPS_RTS || next == IBV_QPS_SQD;
+	case IBV_QPS_SQD:
+		*opt = next == IBV_QPS_RTS ? qkey_opt : IBV_QP_PKEY_INDEX | IBV_QP_QKEY;
+		return next == IBV_QPS_RTS || next == IBV_QPS_SQD;
+	case IBV_QPS_SQE:
+		*opt = qkey_opt;
+		return next == IBV_QPS_RTS;
+	default:
+		return false;
+	}
+}
+
+int m_modify_qp(rv_context *c, ibv_qp *ibqp, const ibv_qp_attr *attr, int mask)
+{
+	m5::nic &n = nic_of(c);
+	rv_device &d = dev(c);
+	m5::qp *q = qp_of(c, ibqp);
+	if (q == nullptr)
+		return EINVAL;
+	dp_lock(d);
+	const ibv_qp_state cur = (mask & IBV_QP_CUR_STATE) ? attr->cur_qp_state : q->state;
+	const ibv_qp_state next = (mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	int req, opt;
+	int rc = 0;
+	if (!ud_transition(cur, next, &req, &opt) || (mask & req) != req ||
+	    (mask & ~(req | opt | IBV_QP_STATE)) != 0)
+		rc = EINVAL;
+	else if ((mask & IBV_QP_PORT) && attr->port_num != 1)
+		rc = EINVAL;
+	else if ((mask & IBV_QP_PKEY_INDEX) && attr->pkey_index != 0)
+		rc = EINVAL;
+	if (rc != 0) {
+		dp_unlock(d);
+		return rc;
+	}
+	if (mask & IBV_QP_QKEY)
+		q->qkey = attr->qkey;
+	if (mask & IBV_QP_PKEY_INDEX)
+		q->pkey_index = attr->pkey_index;
+	if (mask & IBV_QP_PORT)
+		q->port = attr->port_num;
+	if (mask & IBV_QP_SQ_PSN)
+		q->sq_psn = attr->sq_psn & 0xffffff;
+	auto reindex = [&] {
+		for (m5::qp *p : n.qps) {
+			if (p == nullptr)
+				continue;
+			p->sidx = -1;
+			for (unsigned i = 0; i < d.q.nb_qps(); i++)
+				if (d.q.qp(i)->qpn == p->qpn)
+					p->sidx = int(i);
+		}
+	};
+	if (next == IBV_QPS_RESET) {
+		if (q->sidx >= 0) {
+			d.q.remove_qp(q->qpn);
+			reindex();
+		}
+		/* libmlx5 starts its counters and doorbell record at 0 again. */
+		q->sq_ci = 0;
+		q->rq_ci = 0;
+	} else {
+		if (q->sidx < 0) {
+			rc = d.q.add_qp(q->qpn, q->qkey, geteuid() == 0);
+			if (rc == 0)
+				reindex();
+		} else {
+			d.q.qp(unsigned(q->sidx))->qkey = q->qkey;
+		}
+		if (rc == 0 && (mask & IBV_QP_SQ_PSN))
+			d.q.qp(unsigned(q->sidx))->psn = q->sq_psn;
+	}
+	if (rc == 0) {
+		q->state = next;
+		if (next == IBV_QPS_ERR)
+			m5::flush(n, *q);
+	}
+	dp_unlock(d);
+	return rc;
+}
+
+int m_query_qp(rv_context *c, ibv_qp *ibqp, ibv_qp_attr *attr, int, ibv_qp_init_attr *init)
+{
+	m5::qp *q = qp_of(c, ibqp);
+	if (q == nullptr)
+		return EINVAL;
+	memset(attr, 0, sizeof(*attr));
+	attr->qp_state = q->state;
+	attr->cur_qp_state = q->state;
+	attr->path_mtu = dev(c).mtu_enum;
+	attr->qkey = q->qkey;
+	attr->sq_psn = q->sq_psn;
+	attr->pkey_index = q->pkey_index;
+	attr->port_num = q->port;
+	attr->cap = q->cap;
+	attr->sq_draining = 0;
+	if (init != nullptr) {
+		memset(init, 0, sizeof(*init));
+		init->qp_context = ibqp->qp_context;
+		init->send_cq = ibqp->send_cq;
+		init->recv_cq = ibqp->recv_cq;
+		init->cap = q->cap;
+		init->qp_type = IBV_QPT_UD;
+		init->sq_sig_all = q->sq_sig_all;
+	}
+	return 0;
+}
+
+int m_destroy_qp(rv_context *c, uint32_t handle)
+{
+	m5::nic &n = nic_of(c);
+	if (handle >= m5::max_qps)
+		return EINVAL;
+	rv_device &d = dev(c);
+	dp_lock(d);
+	m5::qp *q = n.qps[handle];
+	if (q == nullptr) {
+		dp_unlock(d);
+		return EINVAL;
+	}
+	if (q->sidx >= 0)
+		d.q.remove_qp(q->qpn);
+	n.qps[handle] = nullptr;
+	for (m5::qp *p : n.qps) {
+		if (p == nullptr)
+			continue;
+		p->sidx = -1;
+		for (unsigned i = 0; i < d.q.nb_qps(); i++)
+			if (d.q.qp(i)->qpn == p->qpn)
+				p->sidx = int(i);
+	}
+	dp_unlock(d);
+	delete q;
+	return 0;
+}
+
+/* create_ah on RoCE: the kernel resolves the destination's MAC
+ * (rdma_resolve_ip: ARP/ND) and answers it as dmac; here the soft
+ * driver's neighbour table does, and the soft AH it makes is what the
+ * NIC sends to this AV with. */
+int m_create_ah(rv_context *c, ibv_pd *, const ibv_ah_attr *attr, void *out, size_t outlen, uint32_t *handle)
+{
+	rv_device &d = dev(c);
+	m5::nic &n = nic_of(c);
+	if (!attr->is_global || attr->port_num != 1)
+		return EINVAL;
+	if (attr->grh.sgid_index >= d.gids.size())
+		return EINVAL;
+	const uint64_t deadline = rte_get_tsc_cycles() + rte_get_tsc_hz() *
+								 ((uint64_t(d.cfg.neigh_retries) + 1) * d.cfg.neigh_retry_ms + 500) /
+								 1000;
+	bool waiting = false;
+	ah_handle h{};
+	const int rc = soft::resolve_ah(
+		d.dev, *attr, deadline,
+		[&d](const std::function<void()> &f) {
+			std::lock_guard<std::mutex> g(d.ctl);
+			d.dev.poll(rte_get_tsc_cycles());
+			dp_lock(d);
+			f();
+			dp_unlock(d);
+		},
+		[&d, &waiting] {
+			if (!waiting) {
+				waiting = true;
+				d.ah_waiters++;
+				service_wake();
+			}
+			std::this_thread::sleep_for(std::chrono::microseconds(50));
+		},
+		&h);
+	if (waiting)
+		d.ah_waiters--;
+	if (rc != 0)
+		return rc;
+	mlx5_ib_create_ah_resp r{};
+	r.response_length = uint32_t(std::min(outlen, sizeof(r)));
+	std::lock_guard<std::mutex> g(d.ctl);
+	dp_lock(d);
+	unsigned slot = 0;
+	while (slot < m5::max_avs && n.avs[slot].refs != 0)
+		slot++;
+	if (slot == m5::max_avs) {
+		d.dev.destroy_ah(h);
+		dp_unlock(d);
+		return ENOMEM;
+	}
+	const soft::soft_av *av = d.dev.ahs().replica(0).lookup(h);
+	if (av != nullptr)
+		memcpy(r.dmac, av->hdr, 6);
+	m5::av_entry &e = n.avs[slot];
+	memcpy(e.rgid, attr->grh.dgid.raw, 16);
+	e.sgid_index = attr->grh.sgid_index;
+	e.h = h;
+	e.loop = false;
+	for (const auto &gg : d.gids)
+		e.loop |= memcmp(gg.raw, attr->grh.dgid.raw, 16) == 0;
+	e.refs = 1;
+	dp_unlock(d);
+	memcpy(out, &r, std::min(outlen, sizeof(r)));
+	*handle = slot;
+	return 0;
+}
+
+int m_destroy_ah(rv_context *c, uint32_t handle)
+{
+	rv_device &d = dev(c);
+	m5::nic &n = nic_of(c);
+	if (handle >= m5::max_avs)
+		return EINVAL;
+	std::lock_guard<std::mutex> g(d.ctl);
+	dp_lock(d);
+	m5::av_entry &e = n.avs[handle];
+	int rc = EINVAL;
+	if (e.refs != 0) {
+		rc = d.dev.destroy_ah(e.h);
+		e.refs = 0;
+	}
+	dp_unlock(d);
+	return rc;
+}
+
 /* No ioctl method is offered yet: each is absent from the tree, as the
  * DEVX objects are on a ConnectX without DEVX (ib_uverbs answers
  * EPROTONOSUPPORT for a method it does not have). */
@@ -322,6 +867,18 @@ const rv_kernel mlx5_ib = {
 	.query_gid = m_query_gid,
 	.query_pkey = m_query_pkey,
 	.ioctl = m_ioctl,
+	.alloc_pd = m_alloc_pd,
+	.dealloc_pd = m_dealloc_pd,
+	.reg_mr = m_reg_mr,
+	.dereg_mr = m_dereg_mr,
+	.create_cq = m_create_cq,
+	.destroy_cq = m_destroy_cq,
+	.create_qp = m_create_qp,
+	.modify_qp = m_modify_qp,
+	.query_qp = m_query_qp,
+	.destroy_qp = m_destroy_qp,
+	.create_ah = m_create_ah,
+	.destroy_ah = m_destroy_ah,
 };
 
 } // namespace rdgram::rv

@@ -37,6 +37,7 @@
 #include "rv.h"
 #include "rv_api.h"
 #include "rv_kernel.h"
+#include "rv_mlx5_nic.h"
 
 namespace rdgram::rv {
 
@@ -463,6 +464,10 @@ int provider_attach(rv_device &d, unsigned index, const rv_kernel &k)
 	}
 	fill_device(*p->vdev, s, ops, index);
 	d.prov = p;
+	if (int e = m5::start(d); e != 0) {
+		logf("port %s: kind %s: the NIC thread did not start (%s)", name, d.cfg.kind.c_str(), strerror(e));
+		return e;
+	}
 	d.ib.ops = &provider_ops;
 	d.ib.listed = &p->vdev->device;
 	return 0;

@@ -115,6 +115,22 @@ struct verbs_mr {
 	int access;
 };
 
+/* A provider's CQ and QP: libibverbs' fields around the public ones. */
+struct verbs_cq {
+	union {
+		ibv_cq cq;
+		ibv_cq_ex cq_ex;
+	};
+};
+struct verbs_qp {
+	union {
+		ibv_qp qp;
+		ibv_qp_ex qp_ex;
+	};
+	uint32_t comp_mask;
+	void *xrcd; /* verbs_xrcd */
+};
+
 /* The provider's operations, as verbs_set_ops hands them over; a null
  * entry is one the provider does not offer. (Order and types are the
  * ABI.) */
@@ -228,6 +244,18 @@ using ibv_get_context = write_cmd<ib_uverbs_get_context>;
 using ibv_query_port = write_cmd<ib_uverbs_query_port>;
 using ibv_alloc_pd = write_cmd<ib_uverbs_alloc_pd>;
 using ibv_reg_mr = write_cmd<ib_uverbs_reg_mr>;
+using ibv_create_cq = write_cmd<ib_uverbs_create_cq>;
+using ibv_create_qp = write_cmd<ib_uverbs_create_qp>;
+using ibv_modify_qp = write_cmd<ib_uverbs_modify_qp>;
+using ibv_query_qp = write_cmd<ib_uverbs_query_qp>;
+/* The extended commands: a second header after the first. */
+template <typename Core> struct ex_cmd {
+	ib_uverbs_cmd_hdr hdr;
+	ib_uverbs_ex_cmd_hdr ex_hdr;
+	Core core;
+};
+using ibv_create_cq_ex = ex_cmd<ib_uverbs_ex_create_cq>;
+using ibv_modify_qp_ex = ex_cmd<ib_uverbs_ex_modify_qp>;
 
 /* The sizes and offsets of rdma-core v44 on x86-64 (measured with its
  * headers): a change here is a different ABI. */
@@ -257,10 +285,14 @@ static_assert(offsetof(verbs_context_ops, unimport_pd) == 600);
 static_assert(sizeof(ibv_command_buffer) == 56);
 static_assert(offsetof(ibv_command_buffer, hdr) == 32);
 static_assert(sizeof(verbs_mr) == 56);
+static_assert(offsetof(verbs_qp, comp_mask) == sizeof(ibv_qp_ex));
 static_assert(sizeof(ibv_get_context) == 16);
 static_assert(sizeof(ibv_query_port) == 24);
 static_assert(sizeof(ibv_alloc_pd) == 16);
 static_assert(sizeof(ibv_reg_mr) == 48);
+static_assert(sizeof(ibv_create_cq) == 40);
+static_assert(sizeof(ibv_create_cq_ex) == 56);
+static_assert(sizeof(ibv_create_qp) == 64);
 /* The public verbs_context of <infiniband/verbs.h> (v44), whose priv the
  * library owns. */
 static_assert(sizeof(verbs_context) == 648);

@@ -230,3 +230,304 @@ RV_EXPORT int ibv_cmd_query_context(ibv_context *, pabi::ibv_command_buffer *)
 }
 
 } /* extern "C" */
+
+/* ---- the objects: libibverbs' half (the core command's fields, the
+ * object's library fields from the response), then the kernel's ---- */
+
+namespace {
+
+/* A failed command: errno as the system call left it, and the value. */
+int failed(int e)
+{
+	errno = e;
+	return e;
+}
+
+/* The driver's part of a response: after the core struct, zeroed. */
+template <typename Core> void *drv_out(Core *resp, size_t resp_size, size_t *len)
+{
+	*len = resp_size > sizeof(Core) ? resp_size - sizeof(Core) : 0;
+	char *p = reinterpret_cast<char *>(resp) + sizeof(Core);
+	if (*len != 0)
+		memset(p, 0, *len);
+	return *len != 0 ? p : nullptr;
+}
+
+} // namespace
+
+extern "C" {
+
+RV_EXPORT int ibv_cmd_alloc_pd(ibv_context *context, ibv_pd *pd, pabi::ibv_alloc_pd *, size_t,
+			       ib_uverbs_alloc_pd_resp *resp, size_t resp_size)
+{
+	const rv_kernel *k = kern(context, "ibv_cmd_alloc_pd");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (resp_size < sizeof(*resp))
+		return failed(EINVAL);
+	size_t len;
+	void *out = drv_out(resp, resp_size, &len);
+	uint32_t h;
+	if (int e = k->alloc_pd(ctx_of(context), &h, out, len); e != 0)
+		return failed(e);
+	resp->pd_handle = h;
+	pd->handle = h;
+	pd->context = context;
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_dealloc_pd(ibv_pd *pd)
+{
+	const rv_kernel *k = kern(pd->context, "ibv_cmd_dealloc_pd");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->dealloc_pd(ctx_of(pd->context), pd->handle); e != 0)
+		return failed(e);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_reg_mr(ibv_pd *pd, void *addr, size_t length, uint64_t hca_va, int access,
+			     pabi::verbs_mr *vmr, pabi::ibv_reg_mr *, size_t, ib_uverbs_reg_mr_resp *resp,
+			     size_t resp_size)
+{
+	const rv_kernel *k = kern(pd->context, "ibv_cmd_reg_mr");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (resp_size < sizeof(*resp))
+		return failed(EINVAL);
+	uint32_t h, lkey, rkey;
+	if (int e = k->reg_mr(ctx_of(pd->context), pd->handle, uint64_t(uintptr_t(addr)), length, hca_va, access,
+			      &h, &lkey, &rkey);
+	    e != 0)
+		return failed(e);
+	resp->mr_handle = h;
+	resp->lkey = lkey;
+	resp->rkey = rkey;
+	vmr->mr.handle = h;
+	vmr->mr.lkey = lkey;
+	vmr->mr.rkey = rkey;
+	vmr->mr.context = pd->context;
+	vmr->mr_type = 0; /* IBV_MR_TYPE_MR */
+	vmr->access = access;
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_dereg_mr(pabi::verbs_mr *vmr)
+{
+	const rv_kernel *k = kern(vmr->mr.context, "ibv_cmd_dereg_mr");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->dereg_mr(ctx_of(vmr->mr.context), vmr->mr.handle); e != 0)
+		return failed(e);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_create_cq(ibv_context *context, int cqe, ibv_comp_channel *channel, int comp_vector,
+				ibv_cq *cq, pabi::ibv_create_cq *cmd, size_t cmd_size,
+				ib_uverbs_create_cq_resp *resp, size_t resp_size)
+{
+	const rv_kernel *k = kern(context, "ibv_cmd_create_cq");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (cmd_size < sizeof(*cmd) || resp_size < sizeof(*resp) || cqe < 1 || comp_vector != 0)
+		return failed(EINVAL);
+	size_t len;
+	void *out = drv_out(resp, resp_size, &len);
+	uint32_t h, n;
+	if (int e = k->create_cq(ctx_of(context), cq, uint32_t(cqe), channel, reinterpret_cast<char *>(cmd) + sizeof(*cmd),
+				 cmd_size - sizeof(*cmd), out, len, &h, &n);
+	    e != 0)
+		return failed(e);
+	resp->cq_handle = h;
+	resp->cqe = n;
+	cq->context = context;
+	cq->handle = h;
+	cq->cqe = int(n);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_create_cq_ex(ibv_context *context, const ibv_cq_init_attr_ex *attr, pabi::verbs_cq *vcq,
+				   pabi::ibv_create_cq_ex *cmd, size_t cmd_size, ib_uverbs_ex_create_cq_resp *resp,
+				   size_t resp_size, uint32_t)
+{
+	const rv_kernel *k = kern(context, "ibv_cmd_create_cq_ex");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (attr->comp_mask & ~uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD))
+		return failed(EOPNOTSUPP);
+	if (cmd_size < sizeof(*cmd) || resp_size < sizeof(*resp) || attr->cqe < 1 || attr->comp_vector != 0)
+		return failed(EINVAL);
+	size_t len;
+	void *out = drv_out(resp, resp_size, &len);
+	uint32_t h, n;
+	ibv_cq *cq = &vcq->cq;
+	if (int e = k->create_cq(ctx_of(context), cq, attr->cqe, attr->channel,
+				 reinterpret_cast<char *>(cmd) + sizeof(*cmd), cmd_size - sizeof(*cmd), out, len, &h, &n);
+	    e != 0)
+		return failed(e);
+	resp->base.cq_handle = h;
+	resp->base.cqe = n;
+	resp->comp_mask = 0;
+	resp->response_length = uint32_t(sizeof(*resp));
+	cq->context = context;
+	cq->handle = h;
+	cq->cqe = int(n);
+	return 0;
+}
+
+/* The kernel's destroy, then what ib_uverbs does for it: the CQ's
+ * events not read yet go, and the ones reported are waited for until
+ * acknowledged (ibv_destroy_cq(3), ibv_ack_cq_events(3)). */
+RV_EXPORT int ibv_cmd_destroy_cq(ibv_cq *cq)
+{
+	const rv_kernel *k = kern(cq->context, "ibv_cmd_destroy_cq");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	uint32_t reported = 0;
+	if (int e = k->destroy_cq(ctx_of(cq->context), cq->handle, &reported); e != 0)
+		return failed(e);
+	if (cq->channel != nullptr) {
+		auto *ch = reinterpret_cast<rv_channel *>(cq->channel);
+		std::lock_guard<std::mutex> g(ch->mu);
+		for (auto it = ch->events.begin(); it != ch->events.end();)
+			if (*it == cq) {
+				uint64_t v;
+				if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
+					break;
+				it = ch->events.erase(it);
+				reported--;
+			} else {
+				++it;
+			}
+	}
+	pthread_mutex_lock(&cq->mutex);
+	while (cq->comp_events_completed != reported)
+		pthread_cond_wait(&cq->cond, &cq->mutex);
+	pthread_mutex_unlock(&cq->mutex);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_create_qp_ex(ibv_context *context, pabi::verbs_qp *vqp, ibv_qp_init_attr_ex *attr,
+				   pabi::ibv_create_qp *cmd, size_t cmd_size, ib_uverbs_create_qp_resp *resp,
+				   size_t resp_size)
+{
+	const rv_kernel *k = kern(context, "ibv_cmd_create_qp_ex");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == nullptr)
+		return failed(EINVAL);
+	if (attr->comp_mask & ~uint32_t(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS))
+		return failed(EOPNOTSUPP);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0)
+		return failed(EOPNOTSUPP);
+	if (cmd_size < sizeof(*cmd) || resp_size < sizeof(*resp))
+		return failed(EINVAL);
+	size_t len;
+	void *out = drv_out(resp, resp_size, &len);
+	uint32_t h, qpn;
+	if (int e = k->create_qp(ctx_of(context), attr, reinterpret_cast<char *>(cmd) + sizeof(*cmd),
+				 cmd_size - sizeof(*cmd), out, len, &h, &qpn);
+	    e != 0)
+		return failed(e);
+	resp->qp_handle = h;
+	resp->qpn = qpn;
+	resp->max_send_wr = attr->cap.max_send_wr;
+	resp->max_recv_wr = attr->cap.max_recv_wr;
+	resp->max_send_sge = attr->cap.max_send_sge;
+	resp->max_recv_sge = attr->cap.max_recv_sge;
+	resp->max_inline_data = attr->cap.max_inline_data;
+	ibv_qp &qp = vqp->qp;
+	qp.context = context;
+	qp.handle = h;
+	qp.qp_num = qpn;
+	qp.qp_context = attr->qp_context;
+	qp.pd = attr->pd;
+	qp.send_cq = attr->send_cq;
+	qp.recv_cq = attr->recv_cq;
+	qp.srq = attr->srq;
+	qp.qp_type = attr->qp_type;
+	qp.state = IBV_QPS_RESET;
+	qp.events_completed = 0;
+	pthread_mutex_init(&qp.mutex, nullptr);
+	pthread_cond_init(&qp.cond, nullptr);
+	vqp->comp_mask = 0;
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_modify_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask, pabi::ibv_modify_qp *, size_t)
+{
+	const rv_kernel *k = kern(qp->context, "ibv_cmd_modify_qp");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->modify_qp(ctx_of(qp->context), qp, attr, mask); e != 0)
+		return failed(e);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_modify_qp_ex(ibv_qp *qp, ibv_qp_attr *attr, int mask, pabi::ibv_modify_qp_ex *, size_t,
+				   ib_uverbs_ex_modify_qp_resp *resp, size_t resp_size)
+{
+	const rv_kernel *k = kern(qp->context, "ibv_cmd_modify_qp_ex");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->modify_qp(ctx_of(qp->context), qp, attr, mask); e != 0)
+		return failed(e);
+	if (resp != nullptr && resp_size >= sizeof(*resp)) {
+		resp->comp_mask = 0;
+		resp->response_length = uint32_t(sizeof(*resp));
+	}
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_query_qp(ibv_qp *qp, ibv_qp_attr *attr, int mask, ibv_qp_init_attr *init,
+			       pabi::ibv_query_qp *, size_t)
+{
+	const rv_kernel *k = kern(qp->context, "ibv_cmd_query_qp");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->query_qp(ctx_of(qp->context), qp, attr, mask, init); e != 0)
+		return failed(e);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_destroy_qp(ibv_qp *qp)
+{
+	const rv_kernel *k = kern(qp->context, "ibv_cmd_destroy_qp");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->destroy_qp(ctx_of(qp->context), qp->handle); e != 0)
+		return failed(e);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_create_ah(ibv_pd *pd, ibv_ah *ah, ibv_ah_attr *attr, ib_uverbs_create_ah_resp *resp,
+				size_t resp_size)
+{
+	const rv_kernel *k = kern(pd->context, "ibv_cmd_create_ah");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (resp_size < sizeof(*resp))
+		return failed(EINVAL);
+	size_t len;
+	void *out = drv_out(resp, resp_size, &len);
+	uint32_t h;
+	if (int e = k->create_ah(ctx_of(pd->context), pd, attr, out, len, &h); e != 0)
+		return failed(e);
+	resp->ah_handle = h;
+	ah->handle = h;
+	ah->context = pd->context;
+	ah->pd = pd;
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_destroy_ah(ibv_ah *ah)
+{
+	const rv_kernel *k = kern(ah->context, "ibv_cmd_destroy_ah");
+	if (k == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->destroy_ah(ctx_of(ah->context), ah->handle); e != 0)
+		return failed(e);
+	return 0;
+}
+
+} /* extern "C" */

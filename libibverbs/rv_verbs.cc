@@ -572,6 +572,10 @@ RV_EXPORT int ibv_get_cq_event(ibv_comp_channel *channel, ibv_cq **cq, void **cq
 	c->events.erase(c->events.begin());
 	*cq = q;
 	*cq_context = q->cq_context;
+	/* A provider's own account of the event (libmlx5: the CQ's arm
+	 * sequence number moves on), as libibverbs calls it. */
+	if (rv_context *rc = ctx_of(q->context); rc->ops->provider && rc->prov.cq_event != nullptr)
+		rc->prov.cq_event(q);
 	return 0;
 }
 RV_PIN(ibv_get_cq_event);
