@@ -163,6 +163,11 @@ void print_counters(const rv_device &d);
  * equals (the sequence number's bits 31:30 and the reserved 27:25 set). */
 inline constexpr uint32_t arm_poison = 0xffffffffu;
 
+/* One NIC round on the calling thread, when no other thread is doing
+ * one (ibv_poll_cq of an empty CQ: run to completion, as the soft kind).
+ * true when a round ran. (Any thread.) */
+bool assist(rv_device &d);
+
 /* Completes every posted WQE of q with WR_FLUSH_ERR (a QP moved to ERR);
  * (dp held). */
 void flush(nic &n, qp &q);

@@ -304,6 +304,24 @@ int p_init_ah_from_wc(ibv_context *, uint8_t, ibv_wc *, ibv_grh *, ibv_ah_attr *
 /* ---- refusals for the data-path entries a provider leaves empty ---- */
 
 int no_poll_cq(ibv_cq *, int, ibv_wc *) { return -1; }
+
+/* ibv_poll_cq on a device with a NIC thread: the provider's poll, and
+ * when the CQ is empty one NIC round on this thread, then the provider's
+ * poll again. The NIC thread alone would do the same work, but a program
+ * busy-polling on a CPU it shares with that thread keeps it waiting for
+ * the scheduler; this way a polling program drives its own device, as on
+ * the soft kind. Consumers that read CQEs without ibv_poll_cq (UCX,
+ * mlx5dv) are served by the NIC thread. */
+int nic_poll_cq(ibv_cq *cq, int n, ibv_wc *wc)
+{
+	rv_context *c = ctx_of(cq->context);
+	int got = c->prov.poll_cq(cq, n, wc);
+	if (got != 0)
+		return got;
+	if (m5::assist(*reinterpret_cast<rv_device *>(c->dev)))
+		got = c->prov.poll_cq(cq, n, wc);
+	return got;
+}
 int no_req_notify_cq(ibv_cq *, int) { return EOPNOTSUPP; }
 int no_post_send(ibv_qp *, ibv_send_wr *wr, ibv_send_wr **bad)
 {
@@ -511,6 +529,8 @@ ibv_context *provider_open(ibv_device *device, void *private_data)
 	ibv_context_ops &o = v->context.ops;
 	if (o.poll_cq == nullptr)
 		o.poll_cq = no_poll_cq;
+	else if (reinterpret_cast<rv_device *>(ib)->nic != nullptr)
+		o.poll_cq = nic_poll_cq;
 	if (o.req_notify_cq == nullptr)
 		o.req_notify_cq = no_req_notify_cq;
 	if (o.post_send == nullptr)
