@@ -702,10 +702,16 @@ RV_EXPORT int ibv_detach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t lid)
 }
 RV_PIN(ibv_detach_mcast);
 
-RV_EXPORT ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *)
+RV_EXPORT ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *qp)
 {
-	/* No QP here is created with send ops (ibv_create_qp_ex refuses
-	 * them): libibverbs returns NULL for such a QP too. */
+	/* A provider's QP (kind mlx5) is a verbs_qp: libibverbs' answer,
+	 * its ibv_qp_ex when the provider filled its send ops (VERBS_QP_EX,
+	 * 1 << 1). No soft QP is created with send ops (ibv_create_qp_ex
+	 * refuses them): NULL, as libibverbs answers for such a QP too. */
+	if (ctx_of(qp->context)->ops->provider) {
+		auto *vqp = reinterpret_cast<pabi::verbs_qp *>(qp);
+		return (vqp->comp_mask & (1u << 1)) ? &vqp->qp_ex : nullptr;
+	}
 	return nullptr;
 }
 
