@@ -28,8 +28,8 @@
  *   a full CQ (pi - SET_CI == ncqe) loses the CQE (cq_overrun).
  * - Arming: the ARM_DB word of the CQ's doorbell record (sn << 28 | cmd |
  *   ci) and the 64-bit doorbell at UAR offset 0x20 ({that word, cqn});
- *   either changing arms the CQ, and an armed CQ with CQEs past the arm's
- *   ci, or that gets one, raises one event on its channel.
+ *   either changing arms the CQ, and its next CQE raises one event on
+ *   its channel.
  * - Errors: a bad lkey, a length over the MTU, a bad opcode or DS count:
  *   an error CQE with the PRM's syndrome, the QP to ERR, and from then on
  *   every posted WQE is flushed (WR_FLUSH_ERR).
@@ -84,13 +84,37 @@ mlx5_cqe64 *cqe_slot(nic &n, cq &c)
 	return reinterpret_cast<mlx5_cqe64 *>(e + c.cqe_sz - 64);
 }
 
+/* An arm seen in c's ARM_DB word (sn << 28 | cmd | ci): the next CQE
+ * raises the event; CQEs already in the CQ do not (ibv_req_notify_cq(3):
+ * "the next completion"; perftest's -e loops poll once per event and
+ * count on it). */
+inline void arm(cq &c, uint32_t word)
+{
+	c.armed = true;
+	c.sol_only = (word & MLX5_CQ_DB_REQ_NOT_SOL) != 0;
+}
+
 /* Publishes a CQE whose other fields are written: op_own last (the
- * provider reads op_own, then the rest after a read barrier). */
+ * provider reads op_own, then the rest after a read barrier). A CQ with
+ * a channel looks at its ARM_DB word once more after the CQE is out: a
+ * program arms, then polls; when its poll missed this CQE, its arm was
+ * written before the CQE (both sides store, then load), and must raise
+ * the event, even though this round's watch_arms came too early. */
 void cqe_publish(cq &c, mlx5_cqe64 *e, uint8_t opcode, bool solicited)
 {
 	const uint8_t owner = uint8_t((c.pi >> c.log_ncqe) & 1);
 	__atomic_store_n(&e->op_own, uint8_t(opcode << 4 | owner), __ATOMIC_RELEASE);
 	c.pi++;
+	if (c.chan != nullptr) {
+		/* Orders the CQE's store before the arm word's load (x86
+		 * reorders a store after a later load). */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		const uint32_t w = load_be32(&c.dbrec[MLX5_CQ_ARM_DB]);
+		if (w != c.arm_seen) {
+			c.arm_seen = w;
+			arm(c, w);
+		}
+	}
 	if (c.armed && (!c.sol_only || solicited))
 		c.fire = true;
 }
@@ -478,13 +502,6 @@ void deliver(nic &n, const recv_wc &r)
 /* Arm doorbells seen since the last round. */
 void watch_arms(nic &n)
 {
-	auto arm = [](cq &c, uint32_t word) {
-		c.armed = true;
-		c.sol_only = (word & MLX5_CQ_DB_REQ_NOT_SOL) != 0;
-		/* CQEs already past the arm's consumer index: at once. */
-		if (((c.pi - word) & 0xffffff) != 0)
-			c.fire = true;
-	};
 	for (unsigned i = 0; i < max_uars; i++) {
 		if (n.uar_db[i] == nullptr)
 			continue;
