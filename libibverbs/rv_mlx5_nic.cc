@@ -378,13 +378,19 @@ bool run_sq(nic &n, qp &q)
 				continue;
 			}
 			if (b[done].loop) {
+				/* The WQE is done before its datagram is received:
+				 * the receive may put this very QP in ERR, which
+				 * flushes from the consumer counter on. */
 				recv_wc r;
-				if (d.q.tx_loopback(b[done].s, r))
-					deliver(n, r);
+				const bool got = d.q.tx_loopback(b[done].s, r);
 				q.sq_ci = uint16_t(q.sq_ci + b[done].bbs);
 				send_cqe(n, q, b[done]);
 				n.ctr.tx_wqes++;
 				done++;
+				if (got)
+					deliver(n, r);
+				if (q.state != IBV_QPS_RTS)
+					return work;
 				continue;
 			}
 			unsigned run = done;
@@ -623,8 +629,10 @@ bool assist(rv_device &d)
 void flush(nic &n, qp &q)
 {
 	/* Send WQEs: each completes with WR_FLUSH_ERR. */
+	/* Signed distances: a consumer never passes its producer, and if it
+	 * did this would not flush 65535 WQEs. */
 	const uint16_t spi = uint16_t(load_be32(&q.db[MLX5_SND_DBR]));
-	while (q.sq_ci != spi) {
+	while (int16_t(uint16_t(spi - q.sq_ci)) > 0) {
 		mlx5_wqe_ctrl_seg ctrl;
 		memcpy(&ctrl, sq_unit(q, q.sq_ci, 0), sizeof(ctrl));
 		const uint32_t ds = be32toh(ctrl.qpn_ds) & 0x3f;
@@ -636,7 +644,7 @@ void flush(nic &n, qp &q)
 	if (q.rq_cnt == 0)
 		return;
 	const uint16_t rpi = uint16_t(load_be32(&q.db[MLX5_RCV_DBR]));
-	while (q.rq_ci != rpi) {
+	while (int16_t(uint16_t(rpi - q.rq_ci)) > 0) {
 		write_err_cqe(n, *q.rcq, q, MLX5_CQE_RESP_ERR, MLX5_CQE_SYNDROME_WR_FLUSH_ERR, q.rq_ci, 0);
 		q.rq_ci++;
 		n.ctr.flushed++;
