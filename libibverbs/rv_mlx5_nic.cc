@@ -44,6 +44,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 
 #include <infiniband/mlx5dv.h>
 #include <sched.h>
@@ -337,12 +338,14 @@ bool run_sq(nic &n, qp &q)
 		const uint16_t pi = uint16_t(load_be32(&q.db[MLX5_SND_DBR]));
 		if (q.sq_ci == pi)
 			return work;
-		work = true;
 		if (q.state != IBV_QPS_RTS) {
+			/* Posted before RTS: waits for it (or a reset) without
+			 * counting as work, so the thread still goes to sleep. */
 			if (q.state == IBV_QPS_ERR)
 				flush(n, q);
-			return work; /* waits for RTS (or is reset) */
+			return work;
 		}
+		work = true;
 		parsed b[32];
 		unsigned nb = 0;
 		uint16_t ci = q.sq_ci;
@@ -657,8 +660,13 @@ int start(rv_device &d)
 	if (n == nullptr)
 		return ENOMEM;
 	n->d = &d;
+	try {
+		n->th = std::thread(run, n);
+	} catch (const std::system_error &ex) {
+		delete n;
+		return ex.code().value() != 0 ? ex.code().value() : EAGAIN;
+	}
 	d.nic = n;
-	n->th = std::thread(run, n);
 	return 0;
 }
 

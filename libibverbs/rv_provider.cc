@@ -480,12 +480,14 @@ int provider_attach(rv_device &d, unsigned index, const rv_kernel &k)
 		/* The provider stays loaded: its registration is recorded. */
 		return ENODEV;
 	}
-	fill_device(*p->vdev, s, ops, index);
-	d.prov = p;
 	if (int e = m5::start(d); e != 0) {
-		logf("port %s: kind %s: the NIC thread did not start (%s)", name, d.cfg.kind.c_str(), strerror(e));
+		logf("port %s: kind %s: the NIC thread did not start (%s); the port is left out", name,
+		     d.cfg.kind.c_str(), strerror(e));
+		delete p;
 		return e;
 	}
+	fill_device(*p->vdev, s, ops, index);
+	d.prov = p;
 	d.ib.ops = &provider_ops;
 	d.ib.listed = &p->vdev->device;
 	return 0;
