@@ -454,7 +454,11 @@ int provider_attach(rv_device &d, unsigned index, const rv_kernel &k)
 	snprintf(s.sysfs_name, sizeof(s.sysfs_name), "uverbs%u", index);
 	s.sysfs_cdev = makedev(231, 192 + index); /* infiniband_verbs' char major, as the kernel numbers them */
 	snprintf(s.ibdev_name, sizeof(s.ibdev_name), "%s", name);
-	snprintf(s.ibdev_path, sizeof(s.ibdev_path), "/sys/class/infiniband/%s", name);
+	/* rdgram-verbs' sysfs-like tree with the PCI ids UCX reads, when it
+	 * made one (apps/rdgram-verbs/main.cc); else where a host's would be. */
+	const char *tree = getenv("RDGRAM_VERBS_SYSFS");
+	snprintf(s.ibdev_path, sizeof(s.ibdev_path), "%s/class/infiniband/%s", tree != nullptr ? tree : "/sys",
+		 name);
 	snprintf(s.modalias, sizeof(s.modalias), "%s", k.modalias);
 	s.node_guid = d.guid_be;
 	s.driver_id = k.driver_id;
