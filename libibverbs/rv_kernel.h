@@ -95,6 +95,12 @@ struct rv_kernel {
 	int (*create_ah)(rv_context *c, ibv_pd *pd, const ibv_ah_attr *attr, void *out, size_t outlen,
 			 uint32_t *handle);
 	int (*destroy_ah)(rv_context *c, uint32_t handle);
+	/* A basic SRQ: attr->attr is answered with what it has. */
+	int (*create_srq)(rv_context *c, ibv_srq_init_attr *attr, const void *in, size_t inlen, void *out,
+			  size_t outlen, uint32_t *handle, uint32_t *srqn);
+	int (*modify_srq)(rv_context *c, uint32_t handle, const ibv_srq_attr *attr, int mask);
+	int (*query_srq)(rv_context *c, uint32_t handle, ibv_srq_attr *attr);
+	int (*destroy_srq)(rv_context *c, uint32_t handle);
 };
 
 extern const rv_kernel mlx5_ib;

@@ -78,7 +78,11 @@ constexpr uint32_t num_dyn_bfregs = 512;
 constexpr uint32_t log_max_qp = 18;
 constexpr uint32_t max_qp_wr = 1u << 15; /* log_max_qp_sz */
 constexpr uint32_t max_sge = 30;
-constexpr uint32_t gid_tbl_len = 256; /* roce_address_table_size */
+constexpr uint32_t gid_tbl_len = 256;
+/* An SRQ WQE is at most max_rq_desc_sz (512) bytes: the next segment and
+ * 31 data segments. */
+constexpr uint32_t max_srq_wr = max_qp_wr - 1;
+constexpr uint32_t max_srq_sge = 512 / 16 - 1; /* roce_address_table_size */
 constexpr uint64_t fw_ver = (uint64_t(16) << 32) | (uint64_t(0) << 16) | 0;
 
 /* The state of one open of the device (a ucontext once allocated). */
@@ -269,9 +273,9 @@ int m_query_device(rv_context *c, ib_uverbs_ex_query_device_resp *core, void *ou
 	b.max_ah = d.cfg.max_ah;
 	b.max_fmr = 0;
 	b.max_map_per_fmr = 0;
-	b.max_srq = 0; /* no SRQ yet */
-	b.max_srq_wr = 0;
-	b.max_srq_sge = 0;
+	b.max_srq = 1u << 23;                 /* log_max_srq */
+	b.max_srq_wr = max_srq_wr;            /* (1 << log_max_srq_sz) - 1 */
+	b.max_srq_sge = max_srq_sge;
 	b.max_pkeys = 1;
 	b.local_ca_ack_delay = 16;
 	b.phys_port_cnt = 1;
@@ -511,8 +515,6 @@ int m_create_qp(rv_context *c, ibv_qp_init_attr_ex *a, const void *in, size_t in
 {
 	if (a->qp_type != IBV_QPT_UD)
 		return kernel_refuse("mlx5_ib", "create_qp of a type other than UD", EOPNOTSUPP);
-	if (a->srq != nullptr)
-		return kernel_refuse("mlx5_ib", "create_qp with an SRQ", EOPNOTSUPP);
 	mlx5_ib_create_qp req{};
 	if (inlen < offsetof(mlx5_ib_create_qp, sq_buf_addr))
 		return EINVAL;
@@ -545,14 +547,20 @@ int m_create_qp(rv_context *c, ibv_qp_init_attr_ex *a, const void *in, size_t in
 	dp_lock(d);
 	m5::cq *scq = a->send_cq != nullptr && a->send_cq->handle < m5::max_cqs ? n.cqs[a->send_cq->handle] : nullptr;
 	m5::cq *rcq = a->recv_cq != nullptr && a->recv_cq->handle < m5::max_cqs ? n.cqs[a->recv_cq->handle] : nullptr;
+	/* With an SRQ the QP has no RQ of its own (libmlx5 asks for none). */
+	m5::srq *srq = a->srq != nullptr && a->srq->handle < m5::max_srqs ? n.srqs[a->srq->handle] : nullptr;
 	unsigned slot = 0;
 	while (slot < m5::max_qps && n.qps[slot] != nullptr)
 		slot++;
-	if (scq == nullptr || rcq == nullptr || slot == m5::max_qps) {
+	if (scq == nullptr || rcq == nullptr || (a->srq != nullptr && (srq == nullptr || req.rq_wqe_count != 0)) ||
+	    slot == m5::max_qps) {
 		dp_unlock(d);
 		delete q;
-		return scq == nullptr || rcq == nullptr ? EINVAL : ENOMEM;
+		return slot == m5::max_qps ? ENOMEM : EINVAL;
 	}
+	q->srq = srq;
+	if (srq != nullptr)
+		srq->users++;
 	q->scq = scq;
 	q->rcq = rcq;
 	q->qpn = (n.qpn_serial++ << 3 | slot) & 0xffffff;
@@ -724,6 +732,8 @@ int m_destroy_qp(rv_context *c, uint32_t handle)
 	if (q->sidx >= 0)
 		d.q.remove_qp(q->qpn);
 	n.qps[handle] = nullptr;
+	if (q->srq != nullptr)
+		q->srq->users--;
 	for (m5::qp *p : n.qps) {
 		if (p == nullptr)
 			continue;
@@ -734,6 +744,115 @@ int m_destroy_qp(rv_context *c, uint32_t handle)
 	}
 	dp_unlock(d);
 	delete q;
+	return 0;
+}
+
+/* A basic SRQ, sized as mlx5_ib does: max = roundup_pow_of_two(max_wr
+ * + 1) WQEs of roundup_pow_of_two(max(32, 16 + 16 * max_sge)) bytes, the
+ * answer's max_wr and max_sge what that holds. libmlx5 allocated its
+ * buffer by the same rule. No XRC, no tag matching (the ioctl's
+ * create_srq_ex is not offered). */
+int m_create_srq(rv_context *c, ibv_srq_init_attr *a, const void *in, size_t inlen, void *out, size_t outlen,
+		 uint32_t *handle, uint32_t *srqn)
+{
+	mlx5_ib_create_srq req{};
+	if (inlen < offsetof(mlx5_ib_create_srq, uidx))
+		return EINVAL;
+	memcpy(&req, in, std::min(inlen, sizeof(req)));
+	if (req.flags & ~uint32_t(MLX5_SRQ_FLAG_SIGNATURE))
+		return EINVAL;
+	if (req.reserved0 != 0 || req.reserved1 != 0)
+		return EINVAL;
+	if (a->attr.max_wr == 0 || a->attr.max_wr > max_srq_wr || a->attr.max_sge > max_srq_sge)
+		return EINVAL;
+	uint32_t max = 1;
+	while (max < a->attr.max_wr + 1)
+		max <<= 1;
+	uint32_t desc = std::max<uint32_t>(32, 16 + 16 * a->attr.max_sge), size = 1, shift = 0;
+	while (size < desc) {
+		size <<= 1;
+		shift++;
+	}
+	auto *s = new (std::nothrow) m5::srq{};
+	if (s == nullptr)
+		return ENOMEM;
+	s->buf = reinterpret_cast<uint8_t *>(uintptr_t(req.buf_addr));
+	s->db = reinterpret_cast<uint32_t *>(uintptr_t(req.db_addr));
+	s->max = max;
+	s->wqe_shift = shift;
+	s->max_gs = (size - 16) / 16;
+	s->limit = a->attr.srq_limit;
+	m5::nic &n = nic_of(c);
+	rv_device &d = dev(c);
+	dp_lock(d);
+	unsigned slot = 0;
+	while (slot < m5::max_srqs && n.srqs[slot] != nullptr)
+		slot++;
+	if (slot == m5::max_srqs) {
+		dp_unlock(d);
+		delete s;
+		return ENOMEM;
+	}
+	s->srqn = slot + 1;
+	n.srqs[slot] = s;
+	dp_unlock(d);
+	mlx5_ib_create_srq_resp r{};
+	r.srqn = s->srqn;
+	memcpy(out, &r, std::min(outlen, sizeof(r)));
+	a->attr.max_wr = max - 1;
+	a->attr.max_sge = s->max_gs;
+	*handle = slot;
+	*srqn = s->srqn;
+	return 0;
+}
+
+m5::srq *srq_at(rv_context *c, uint32_t handle)
+{
+	return handle < m5::max_srqs ? nic_of(c).srqs[handle] : nullptr;
+}
+
+/* mlx5_ib resizes no SRQ (IB_SRQ_MAX_WR is EINVAL); the limit is kept
+ * (no SRQ_LIMIT_REACHED event is raised: no async event is). */
+int m_modify_srq(rv_context *c, uint32_t handle, const ibv_srq_attr *attr, int mask)
+{
+	m5::srq *s = srq_at(c, handle);
+	if (s == nullptr || (mask & IBV_SRQ_MAX_WR) || (mask & ~(IBV_SRQ_MAX_WR | IBV_SRQ_LIMIT)))
+		return EINVAL;
+	if (mask & IBV_SRQ_LIMIT) {
+		if (attr->srq_limit >= s->max)
+			return EINVAL;
+		s->limit = attr->srq_limit;
+	}
+	return 0;
+}
+
+int m_query_srq(rv_context *c, uint32_t handle, ibv_srq_attr *attr)
+{
+	m5::srq *s = srq_at(c, handle);
+	if (s == nullptr)
+		return EINVAL;
+	attr->max_wr = s->max - 1;
+	attr->max_sge = s->max_gs;
+	attr->srq_limit = s->limit;
+	return 0;
+}
+
+/* An SRQ a QP still receives from is busy (ib_uverbs' use count). */
+int m_destroy_srq(rv_context *c, uint32_t handle)
+{
+	rv_device &d = dev(c);
+	m5::nic &n = nic_of(c);
+	if (handle >= m5::max_srqs)
+		return EINVAL;
+	dp_lock(d);
+	m5::srq *s = n.srqs[handle];
+	if (s == nullptr || s->users != 0) {
+		dp_unlock(d);
+		return s == nullptr ? EINVAL : EBUSY;
+	}
+	n.srqs[handle] = nullptr;
+	dp_unlock(d);
+	delete s;
 	return 0;
 }
 
@@ -879,6 +998,10 @@ const rv_kernel mlx5_ib = {
 	.destroy_qp = m_destroy_qp,
 	.create_ah = m_create_ah,
 	.destroy_ah = m_destroy_ah,
+	.create_srq = m_create_srq,
+	.modify_srq = m_modify_srq,
+	.query_srq = m_query_srq,
+	.destroy_srq = m_destroy_srq,
 };
 
 } // namespace rdgram::rv

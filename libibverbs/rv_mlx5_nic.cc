@@ -443,14 +443,38 @@ void deliver(nic &n, const recv_wc &r)
 		rte_pktmbuf_free(r.mbuf);
 		return;
 	}
-	const uint16_t pi = uint16_t(load_be32(&q->db[MLX5_RCV_DBR]));
-	if (unlikely(q->rq_ci == pi || q->rq_cnt == 0)) {
-		n.ctr.rx_no_wqe++;
-		rte_pktmbuf_free(r.mbuf);
-		return;
+	const uint8_t *w;
+	uint32_t nsegs;
+	uint16_t index;
+	if (q->srq != nullptr) {
+		/* The SRQ's next WQE in its list; its data segments follow
+		 * the next segment. */
+		m5::srq &s = *q->srq;
+		if (unlikely(uint16_t(load_be32(s.db)) == s.consumed)) {
+			n.ctr.rx_no_wqe++;
+			rte_pktmbuf_free(r.mbuf);
+			return;
+		}
+		index = s.head;
+		const uint8_t *sw = s.buf + (size_t(index & (s.max - 1)) << s.wqe_shift);
+		mlx5_wqe_srq_next_seg next;
+		memcpy(&next, sw, sizeof(next));
+		s.head = be16toh(next.next_wqe_index);
+		s.consumed++;
+		w = sw + sizeof(next);
+		nsegs = s.max_gs;
+	} else {
+		const uint16_t pi = uint16_t(load_be32(&q->db[MLX5_RCV_DBR]));
+		if (unlikely(q->rq_ci == pi || q->rq_cnt == 0)) {
+			n.ctr.rx_no_wqe++;
+			rte_pktmbuf_free(r.mbuf);
+			return;
+		}
+		index = q->rq_ci;
+		q->rq_ci++;
+		w = q->rq + (size_t(index & (q->rq_cnt - 1)) << q->rq_shift);
+		nsegs = (1u << q->rq_shift) / 16;
 	}
-	const uint8_t *w = q->rq + (size_t(q->rq_ci & (q->rq_cnt - 1)) << q->rq_shift);
-	const uint32_t nsegs = (1u << q->rq_shift) / 16;
 	const uint8_t *src = rte_pktmbuf_mtod(r.mbuf, const uint8_t *);
 	uint32_t left = r.byte_len;
 	uint8_t syndrome = 0;
@@ -475,8 +499,6 @@ void deliver(nic &n, const recv_wc &r)
 	}
 	if (syndrome == 0 && left != 0)
 		syndrome = MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR;
-	const uint16_t index = q->rq_ci;
-	q->rq_ci++;
 	if (unlikely(syndrome != 0)) {
 		if (syndrome == MLX5_CQE_SYNDROME_LOCAL_PROT_ERR)
 			n.ctr.rx_lkey_err++;

@@ -84,6 +84,24 @@ struct cq {
 	uint32_t events_reported = 0; /* under chan->mu */
 };
 
+/* A basic SRQ (mlx5_ib_create_srq): max WQEs of 1 << wqe_shift bytes,
+ * each a next segment (struct mlx5_wqe_srq_next_seg: the index of the
+ * WQE that follows in the free list the provider keeps) then data
+ * segments; the doorbell record's one word counts the WQEs posted. The
+ * NIC takes WQEs in the list's order: from WQE 0, each time the one the
+ * WQE it took names as next (a posted WQE is never the provider's tail,
+ * so its next does not change under the NIC). */
+struct srq {
+	uint32_t srqn;
+	uint8_t *buf;
+	uint32_t max, wqe_shift, max_gs;
+	uint32_t limit = 0;
+	uint32_t *db;
+	uint16_t head = 0;     /* the next WQE the NIC takes */
+	uint16_t consumed = 0; /* WQEs taken (the doorbell's counterpart) */
+	uint32_t users = 0;    /* QPs receiving from it */
+};
+
 /* A UD QP (mlx5_ib_create_qp): one buffer with the RQ (rq_cnt WQEs of
  * 1 << rq_shift bytes) then the SQ (sq_cnt 64-byte WQEBBs); the doorbell
  * record (RCV, SND counters, 16 bits each). */
@@ -97,6 +115,7 @@ struct qp {
 	uint32_t rq_cnt, rq_shift, sq_cnt;
 	uint32_t *db;
 	cq *scq, *rcq;
+	m5::srq *srq = nullptr; /* receives from it, not from an RQ */
 	uint16_t sq_ci = 0, rq_ci = 0; /* the NIC's consumer counters */
 	int sidx = -1; /* index in the soft queue's QP table */
 	ibv_qp_cap cap{};
@@ -128,6 +147,7 @@ inline constexpr unsigned MLX5_CQ_ARM_DB = 1;
 inline constexpr unsigned max_cqs = 64;
 inline constexpr unsigned max_qps = 8; /* the soft queue's */
 inline constexpr unsigned max_mrs = 4096;
+inline constexpr unsigned max_srqs = 16;
 inline constexpr unsigned max_avs = 256;
 inline constexpr unsigned max_uars = 32; /* contexts watched for CQ arm doorbells */
 
@@ -140,6 +160,7 @@ struct nic {
 	 * MLX5_INVALID_LKEY). */
 	cq *cqs[max_cqs]{};
 	qp *qps[max_qps]{};
+	srq *srqs[max_srqs]{}; /* an SRQN is its slot + 1 */
 	mr *mrs[max_mrs]{};
 	av_entry avs[max_avs]{};
 	/* The UAR pages' CQ doorbell words (offset MLX5_CQ_DOORBELL) of

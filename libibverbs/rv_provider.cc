@@ -295,6 +295,43 @@ int p_destroy_ah(ibv_ah *ah)
 	return f == nullptr ? EOPNOTSUPP : f(ah);
 }
 
+/* The provider's SRQ, with libibverbs' fields of it (ibv_create_srq in
+ * verbs.c). */
+ibv_srq *p_create_srq(ibv_pd *pd, ibv_srq_init_attr *attr)
+{
+	auto f = pops(pd->context).create_srq;
+	if (f == nullptr)
+		return refused_null<ibv_srq>("ibv_create_srq");
+	ibv_srq *srq = f(pd, attr);
+	if (srq != nullptr) {
+		srq->context = pd->context;
+		srq->srq_context = attr->srq_context;
+		srq->pd = pd;
+		srq->events_completed = 0;
+		pthread_mutex_init(&srq->mutex, nullptr);
+		pthread_cond_init(&srq->cond, nullptr);
+	}
+	return srq;
+}
+
+int p_modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask)
+{
+	auto f = pops(srq->context).modify_srq;
+	return f == nullptr ? EOPNOTSUPP : f(srq, attr, mask);
+}
+
+int p_query_srq(ibv_srq *srq, ibv_srq_attr *attr)
+{
+	auto f = pops(srq->context).query_srq;
+	return f == nullptr ? EOPNOTSUPP : f(srq, attr);
+}
+
+int p_destroy_srq(ibv_srq *srq)
+{
+	auto f = pops(srq->context).destroy_srq;
+	return f == nullptr ? EOPNOTSUPP : f(srq);
+}
+
 int p_init_ah_from_wc(ibv_context *, uint8_t, ibv_wc *, ibv_grh *, ibv_ah_attr *)
 {
 	refuse("ibv_init_ah_from_wc", "not yet on provider devices");
@@ -388,7 +425,10 @@ const rv_ops provider_ops = {
 	.qp_types = 1u << IBV_QPT_UD,
 	.qp_init_attr_mask = IBV_QP_INIT_ATTR_PD,
 	.qp_create_flags = 0,
-	.max_inline_data = 0,
+	/* The largest inline a UD WQE of max_sq_desc_sz (1024) bytes holds
+	 * after its control (16), datagram (48) and inline header (4): the
+	 * provider sizes the WQE and refuses past it itself. */
+	.max_inline_data = 1024 - 16 - 48 - 4,
 	.open_context = p_open_context,
 	.free_context = p_free_context,
 	.query_device_ex = p_query_device_ex,
@@ -415,6 +455,13 @@ const rv_ops provider_ops = {
 	.create_ah = p_create_ah,
 	.destroy_ah = p_destroy_ah,
 	.init_ah_from_wc = p_init_ah_from_wc,
+	.create_srq = p_create_srq,
+	.modify_srq = p_modify_srq,
+	.query_srq = p_query_srq,
+	.destroy_srq = p_destroy_srq,
+	/* Called straight from the context's ops (verbs.h's inline
+	 * ibv_post_srq_recv): the provider's. */
+	.post_srq_recv = nullptr,
 };
 
 const rv_kernel *kernel_of(ibv_context *c)

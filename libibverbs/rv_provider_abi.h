@@ -248,6 +248,9 @@ using ibv_create_cq = write_cmd<ib_uverbs_create_cq>;
 using ibv_create_qp = write_cmd<ib_uverbs_create_qp>;
 using ibv_modify_qp = write_cmd<ib_uverbs_modify_qp>;
 using ibv_query_qp = write_cmd<ib_uverbs_query_qp>;
+using ibv_create_srq = write_cmd<ib_uverbs_create_srq>;
+using ibv_modify_srq = write_cmd<ib_uverbs_modify_srq>;
+using ibv_query_srq = write_cmd<ib_uverbs_query_srq>;
 /* The extended commands: a second header after the first. */
 template <typename Core> struct ex_cmd {
 	ib_uverbs_cmd_hdr hdr;
@@ -293,6 +296,9 @@ static_assert(sizeof(ibv_reg_mr) == 48);
 static_assert(sizeof(ibv_create_cq) == 40);
 static_assert(sizeof(ibv_create_cq_ex) == 56);
 static_assert(sizeof(ibv_create_qp) == 64);
+static_assert(sizeof(ibv_create_srq) == 40);
+static_assert(sizeof(ibv_modify_srq) == 24);
+static_assert(sizeof(ibv_query_srq) == 24);
 /* The public verbs_context of <infiniband/verbs.h> (v44), whose priv the
  * library owns. */
 static_assert(sizeof(verbs_context) == 648);

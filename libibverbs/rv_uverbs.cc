@@ -531,3 +531,66 @@ RV_EXPORT int ibv_cmd_destroy_ah(ibv_ah *ah)
 }
 
 } /* extern "C" */
+
+extern "C" {
+
+/* A basic SRQ (the write command; mlx5's legacy create_srq uses it):
+ * ib_uverbs' half is the library fields of the new SRQ and the limits
+ * the kernel answers, which the caller's attr gets back. */
+RV_EXPORT int ibv_cmd_create_srq(ibv_pd *pd, ibv_srq *srq, ibv_srq_init_attr *attr, pabi::ibv_create_srq *cmd,
+				 size_t cmd_size, ib_uverbs_create_srq_resp *resp, size_t resp_size)
+{
+	const rv_kernel *k = kern(pd->context, "ibv_cmd_create_srq");
+	if (k == nullptr || k->create_srq == nullptr)
+		return failed(EOPNOTSUPP);
+	if (cmd_size < sizeof(*cmd) || resp_size < sizeof(*resp))
+		return failed(EINVAL);
+	size_t len;
+	void *out = drv_out(resp, resp_size, &len);
+	uint32_t h, srqn;
+	if (int e = k->create_srq(ctx_of(pd->context), attr, reinterpret_cast<char *>(cmd) + sizeof(*cmd),
+				  cmd_size - sizeof(*cmd), out, len, &h, &srqn);
+	    e != 0)
+		return failed(e);
+	resp->srq_handle = h;
+	resp->max_wr = attr->attr.max_wr;
+	resp->max_sge = attr->attr.max_sge;
+	resp->srqn = srqn;
+	srq->context = pd->context;
+	srq->handle = h;
+	pthread_mutex_init(&srq->mutex, nullptr);
+	pthread_cond_init(&srq->cond, nullptr);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_modify_srq(ibv_srq *srq, ibv_srq_attr *attr, int mask, pabi::ibv_modify_srq *, size_t)
+{
+	const rv_kernel *k = kern(srq->context, "ibv_cmd_modify_srq");
+	if (k == nullptr || k->modify_srq == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->modify_srq(ctx_of(srq->context), srq->handle, attr, mask); e != 0)
+		return failed(e);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_query_srq(ibv_srq *srq, ibv_srq_attr *attr, pabi::ibv_query_srq *, size_t)
+{
+	const rv_kernel *k = kern(srq->context, "ibv_cmd_query_srq");
+	if (k == nullptr || k->query_srq == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->query_srq(ctx_of(srq->context), srq->handle, attr); e != 0)
+		return failed(e);
+	return 0;
+}
+
+RV_EXPORT int ibv_cmd_destroy_srq(ibv_srq *srq)
+{
+	const rv_kernel *k = kern(srq->context, "ibv_cmd_destroy_srq");
+	if (k == nullptr || k->destroy_srq == nullptr)
+		return failed(EOPNOTSUPP);
+	if (int e = k->destroy_srq(ctx_of(srq->context), srq->handle); e != 0)
+		return failed(e);
+	return 0;
+}
+
+} /* extern "C" */
