@@ -11,6 +11,10 @@ NIC loops them back through the same frame build and parse):
 - a send longer than the port's MTU: IBV_WC_LOC_LEN_ERR, the QP in ERR;
 - a receive WQE too short for GRH + payload: IBV_WC_LOC_LEN_ERR on the
   receive, the QP in ERR;
+- a basic SRQ: its answered limits, a QP receiving from it (datagrams land
+  in the SRQ's WQEs in the order they were posted, each CQE naming its
+  wr_id), the limit kept by ibv_modify_srq and a resize refused (EINVAL,
+  as mlx5_ib);
 - a fresh QP after all that works (nothing else on the port disturbed).
 """
 import sys
@@ -22,7 +26,9 @@ from pyverbs.cq import CQ
 from pyverbs.device import Context
 from pyverbs.mr import MR
 from pyverbs.pd import PD
+from pyverbs.pyverbs_error import PyverbsRDMAError
 from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
+from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
 QKEY = 0x11111111
@@ -55,9 +61,9 @@ def ah_to(index):
     return AH(pd, attr=AHAttr(port_num=1, is_global=1, gr=gr))
 
 
-def new_qp():
+def new_qp(srq=None):
     cap = QPCap(max_send_wr=16, max_recv_wr=16, max_send_sge=2, max_recv_sge=2)
-    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap, sq_sig_all=0))
+    qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, srq=srq, cap=cap, sq_sig_all=0))
     a = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=1)
     a.qkey = QKEY
     a.pkey_index = 0
@@ -159,6 +165,35 @@ check(len(r) == 1 and r[0].status == e.IBV_WC_LOC_LEN_ERR,
       f"short receive: IBV_WC_LOC_LEN_ERR ({[w.status for w in r]})")
 check(state(qp) == e.IBV_QPS_ERR, "short receive: the QP is in ERR")
 qp.close()
+
+# --- a basic SRQ: datagrams land in its WQEs in the order posted ---
+srq = SRQ(pd, SrqInitAttr(SrqAttr(max_wr=8, max_sge=1)))
+a = srq.query()
+check(a.max_wr >= 8 and a.max_sge >= 1, f"SRQ: ibv_query_srq max_wr {a.max_wr}, max_sge {a.max_sge}")
+qp = new_qp(srq)
+for i in range(3):
+    srq.post_recv(RecvWR(wr_id=500 + i, num_sge=1, sg=[SGE(mr.buf + 4096 + 2048 * i, 2048, mr.lkey)]))
+for i in range(3):
+    mr.write(bytes([0x60 + i]) * (32 + i), 32 + i, 256 * i)
+    swr = SendWR(wr_id=20 + i, opcode=e.IBV_WR_SEND, num_sge=1, sg=[SGE(mr.buf + 256 * i, 32 + i, mr.lkey)],
+                 send_flags=e.IBV_SEND_SIGNALED)
+    swr.set_wr_ud(own4, qp.qp_num, QKEY)
+    qp.post_send(swr)
+wcs = poll(6)
+recv = [w for w in wcs if w.opcode == e.IBV_WC_RECV]
+check([(w.wr_id, w.status, w.byte_len) for w in recv] == [(500 + i, 0, 40 + 32 + i) for i in range(3)],
+      f"SRQ: three datagrams in the posted order ({[(w.wr_id, w.status, w.byte_len) for w in recv]})")
+check(all(mr.read(32 + i, 4096 + 2048 * i + 40) == bytes([0x60 + i]) * (32 + i) for i in range(3)),
+      "SRQ: each payload in its own WQE's buffer, after the GRH area")
+srq.modify(SrqAttr(srq_limit=2), e.IBV_SRQ_LIMIT)
+check(srq.query().srq_limit == 2, "SRQ: ibv_modify_srq keeps the limit")
+try:
+    srq.modify(SrqAttr(max_wr=16), e.IBV_SRQ_MAX_WR)
+    check(False, "SRQ: a resize is refused")
+except PyverbsRDMAError as ex:
+    check(ex.error_code == 22, f"SRQ: a resize is refused with EINVAL ({ex.error_code})")
+qp.close()
+srq.close()
 
 # --- and the port still works ---
 qp = new_qp()
