@@ -43,6 +43,10 @@
 namespace rdgram::rv {
 
 struct rv_device;
+struct rv_provider_dev; /* rv_provider.cc */
+namespace m5 {
+struct nic; /* rv_mlx5_nic.h */
+}
 
 /* rte_spinlock, told to ThreadSanitizer: DPDK's x86 lock is inline asm,
  * which it cannot see. */
@@ -161,6 +165,10 @@ inline constexpr size_t rv_gid_tbl_len = 16;
 struct rv_device {
 	rv_ibdev ib; /* must be first: the ibv_device */
 	rv_port_config cfg;
+	/* A provider device (kind mlx5): the provider and its device. */
+	rv_provider_dev *prov = nullptr;
+	/* Its NIC (kind mlx5): the poll thread that executes its queues. */
+	m5::nic *nic = nullptr;
 	/* The DPDK port and the soft device on it (soft_port.h); its queue is
 	 * q below, next to the data path's other state. */
 	soft::port port;

@@ -33,7 +33,9 @@
 #include "soft_port.h"
 #include "rdgram/config.h"
 #include "rv.h"
+#include "rv_mlx5_nic.h"
 #include "rv_api.h"
+#include "rv_kernel.h"
 
 namespace rdgram {
 void register_tsan_mempool(); /* dataplane/src/tsan_mempool.cc */
@@ -41,11 +43,12 @@ void register_tsan_mempool(); /* dataplane/src/tsan_mempool.cc */
 
 namespace rdgram::rv {
 
-namespace {
+/* The ops every soft device's verbs_device points at; only a name
+ * (libibverbs' own functions never reach it, and a provider's
+ * direct-verbs calls find it is not theirs). */
+const pabi::verbs_device_ops rv_device_ops = {.name = "rdgram"};
 
-/* The ops every provider's verbs_device points at; ours only names
- * rdgram (libibverbs' own functions never reach it). */
-const verbs_device_ops_layout rv_device_ops = {.name = "rdgram"};
+namespace {
 
 std::string cpu_list()
 {
@@ -221,6 +224,7 @@ int open_port(rv_device &d, unsigned index)
 	d.ib.vd.ops = &rv_device_ops;
 	d.ib.ops = &soft_ops;
 	d.ib.node_guid_be = d.guid_be;
+	d.ib.listed = &v;
 	rte_spinlock_init(&d.dp);
 	return 0;
 }
@@ -265,6 +269,14 @@ void eal_thread(rv_config cfg, starter *st)
 				rc = e;
 				delete d;
 				break;
+			}
+			/* A provider device whose provider cannot be loaded
+			 * (missing, another private ABI) is left out, with
+			 * one line: the other devices are not its hostages. */
+			if (d->cfg.kind == "mlx5" && mlx5_attach(*d, unsigned(i)) != 0) {
+				close_port(*d);
+				delete d;
+				continue;
 			}
 			p.devs.push_back(d);
 		}
@@ -380,10 +392,14 @@ void stop_all()
 		return;
 	service_stop();
 	svc_thread.join();
+	for (auto *d : p.devs)
+		m5::stop(*d);
 	const char *st = getenv("RDGRAM_VERBS_STATS");
 	if (st != nullptr && *st != '\0' && *st != '0')
-		for (auto *d : p.devs)
+		for (auto *d : p.devs) {
 			print_stats(*d);
+			m5::print_counters(*d);
+		}
 	/* The ports are closed on the EAL's interrupt thread, as an alarm:
 	 * DPDK 22.11's net_memif handles a peer's disconnect there and frees
 	 * the same regions its close frees, without a lock; closing from
@@ -499,7 +515,7 @@ RV_EXPORT ibv_device **ibv_get_device_list(int *num)
 		return nullptr;
 	}
 	for (size_t i = 0; i < n; i++)
-		l[i] = &p.devs[i]->ib.vd.device;
+		l[i] = p.devs[i]->ib.listed;
 	if (num != nullptr)
 		*num = int(n);
 	if (rc != 0)
@@ -518,7 +534,7 @@ RV_EXPORT int ibv_get_device_index(ibv_device *device)
 {
 	rv_process &p = process();
 	for (size_t i = 0; i < p.devs.size(); i++)
-		if (&p.devs[i]->ib.vd.device == device)
+		if (p.devs[i]->ib.listed == device)
 			return int(i);
 	return -1;
 }

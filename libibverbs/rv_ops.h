@@ -30,6 +30,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "rv_provider_abi.h"
+
 namespace rdgram::rv {
 
 struct rv_context;
@@ -41,6 +43,10 @@ struct rv_context;
  * per verb call, as with rdma-core. */
 struct rv_ops {
 	const char *kind; /* in messages: "soft" */
+	/* The kind's contexts are a provider's (made by its alloc_context,
+	 * freed by its free_context): ibv_open_device and ibv_close_device
+	 * go through rv_provider.cc. */
+	bool provider;
 	/* Capabilities as data, read by the front's checks. */
 	uint32_t qp_types;          /* bit (1 << ibv_qp_type) per type the kind creates */
 	uint32_t qp_init_attr_mask; /* ibv_qp_init_attr_ex.comp_mask bits it takes */
@@ -110,47 +116,62 @@ struct rv_ops {
 	int (*set_ece)(ibv_qp *qp, ibv_ece *ece);
 };
 
-/* rdma-core's struct verbs_device (libibverbs/driver.h, the PRIVATE_34
- * ABI): the providers' direct-verbs entry points (mlx5dv_is_supported,
- * efadv_query_device, ...) read ops through it to tell their own devices
- * from others. Ours points at rdgram's ops, so they answer "not mine". */
-struct verbs_device_ops_layout {
-	const char *name;
-	uint32_t match_min_abi_version, match_max_abi_version;
-	const void *match_table;
-	const void *static_providers;
-	void *fns[4];
-};
-struct verbs_device_layout {
-	ibv_device device; /* must be first */
-	const verbs_device_ops_layout *ops;
-	int refcount;
-	void *entry[2];
-	void *sysfs;
-	uint64_t core_support;
-};
-
-/* What the front knows of a device: every kind's device begins with it. */
+/* What the front knows of a device: every kind's device begins with it.
+ * A soft device is listed as vd itself (its ops are rv_device_ops, so the
+ * providers' direct-verbs entry points, mlx5dv_is_supported,
+ * efadv_query_device, ..., tell it is not theirs). A provider device
+ * (kind mlx5, rv_provider.cc) is listed as the verbs_device the provider
+ * allocated, whose sysfs is an rv_provider_sysfs pointing back here. */
 struct rv_ibdev {
-	verbs_device_layout vd; /* must be first: the ibv_device */
+	pabi::verbs_device vd; /* a soft device's ibv_device */
 	const rv_ops *ops;
 	uint64_t node_guid_be; /* ibv_get_device_guid(3), network order */
+	ibv_device *listed;    /* the device ibv_get_device_list hands out */
 };
 
+/* The verbs_device_ops of every soft device (rv_device.cc): only a name. */
+extern const pabi::verbs_device_ops rv_device_ops;
+
+/* The sysfs device the library builds for a provider device (its
+ * verbs_device's sysfs points at dev). */
+struct rv_provider_sysfs {
+	pabi::verbs_sysfs_dev dev; /* must be first */
+	rv_ibdev *owner;
+};
+
+/* The rv_ibdev of a listed device, of either kind. (Any thread.) */
+inline rv_ibdev *ibdev_of(ibv_device *d)
+{
+	auto *vd = reinterpret_cast<pabi::verbs_device *>(d);
+	if (vd->ops == &rv_device_ops)
+		return reinterpret_cast<rv_ibdev *>(vd);
+	return reinterpret_cast<rv_provider_sysfs *>(vd->sysfs)->owner;
+}
+
+/* An open device. The ibv_context handed out is the last member of a
+ * verbs_context whose priv points here: for a soft device both are one
+ * allocation (rv_soft_context, rv_verbs.cc); a provider's context is the
+ * provider's own allocation (its verbs_init_and_alloc_context), and this
+ * is allocated beside it (rv_provider.cc). */
 struct rv_context {
 	rv_ibdev *dev;
 	const rv_ops *ops;
 	/* ibv_query_device_ex at open: the limits the front checks against
 	 * (a device's limits do not change while it is open). */
 	ibv_device_attr_ex attr;
-	verbs_context v; /* its last member is the ibv_context handed out */
+	verbs_context *vctx;
+	/* Provider contexts: the provider's operations, merged from its
+	 * verbs_set_ops calls (rdma-core's get_ops()), and the emulated
+	 * kernel's state of this open of the device. */
+	pabi::verbs_context_ops prov{};
+	void *kern = nullptr;
 };
 
-inline rv_context *ctx_of(ibv_context *c)
+inline verbs_context *vctx_of(ibv_context *c)
 {
-	return reinterpret_cast<rv_context *>(reinterpret_cast<char *>(c) - offsetof(rv_context, v) -
-					      offsetof(verbs_context, context));
+	return reinterpret_cast<verbs_context *>(reinterpret_cast<char *>(c) - offsetof(verbs_context, context));
 }
+inline rv_context *ctx_of(ibv_context *c) { return reinterpret_cast<rv_context *>(vctx_of(c)->priv); }
 inline const rv_ops &ops_of(ibv_context *c) { return *ctx_of(c)->ops; }
 
 /* Completion channel (the front's, as libibverbs' is): an eventfd in

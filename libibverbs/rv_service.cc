@@ -85,6 +85,12 @@ void service_run()
 				std::lock_guard<std::mutex> g(d->ctl);
 				d->dev.poll(now);
 			}
+			/* A device with a NIC thread (kind mlx5): its queue is
+			 * the NIC's; only the control work is done here. */
+			if (d->nic != nullptr) {
+				urgent |= d->ah_waiters.load(std::memory_order_relaxed) > 0;
+				continue;
+			}
 			/* A program thread that posted or polled since the last
 			 * round, or within active_us, drives the queue itself (it
 			 * flushes staged frames and waiting sends at its next

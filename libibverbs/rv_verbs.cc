@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "rv_api.h"
+#include "rv_kernel.h"
 #include "rv_ops.h"
 
 #undef ibv_reg_mr
@@ -29,6 +30,13 @@
 using namespace rdgram::rv;
 
 namespace {
+
+/* A soft device's context: the front's state and the verbs_context in
+ * one allocation (c first: ctx_of's priv points at it). */
+struct rv_soft_context {
+	rv_context c;
+	verbs_context v;
+};
 
 const rv_ops &ops(ibv_context *c) { return ops_of(c); }
 const ibv_device_attr &limits(ibv_context *c) { return ctx_of(c)->attr.orig_attr; }
@@ -242,22 +250,27 @@ RV_PIN(ibv_get_device_name);
 
 RV_EXPORT __be64 ibv_get_device_guid(ibv_device *device)
 {
-	return reinterpret_cast<rv_ibdev *>(device)->node_guid_be;
+	return ibdev_of(device)->node_guid_be;
 }
 RV_PIN(ibv_get_device_guid);
 
 RV_EXPORT ibv_context *ibv_open_device(ibv_device *device)
 {
-	auto *d = reinterpret_cast<rv_ibdev *>(device);
+	rv_ibdev *d = ibdev_of(device);
 	const rv_ops &o = *d->ops;
-	auto *c = new (std::nothrow) rv_context{};
-	if (c == nullptr) {
+	if (o.provider) /* the provider makes the context (rv_provider.cc) */
+		return provider_open(device, nullptr);
+	auto *sc = new (std::nothrow) rv_soft_context{};
+	if (sc == nullptr) {
 		errno = ENOMEM;
 		return nullptr;
 	}
+	rv_context *c = &sc->c;
 	c->dev = d;
 	c->ops = &o;
-	verbs_context &v = c->v;
+	verbs_context &v = sc->v;
+	c->vctx = &v;
+	v.priv = reinterpret_cast<verbs_ex_private *>(c);
 	v.sz = sizeof(verbs_context);
 	v.query_port = rv_query_port_ex;
 	v.query_device_ex = rv_query_device_ex;
@@ -278,7 +291,7 @@ RV_EXPORT ibv_context *ibv_open_device(ibv_device *device)
 	ctx.cmd_fd = -1;
 	ctx.num_comp_vectors = 1;
 	if (int rc = o.query_device_ex(&ctx, &c->attr); rc != 0) {
-		delete c;
+		delete sc;
 		errno = rc;
 		return nullptr;
 	}
@@ -287,13 +300,13 @@ RV_EXPORT ibv_context *ibv_open_device(ibv_device *device)
 	ctx.async_fd = eventfd(0, EFD_CLOEXEC);
 	if (ctx.async_fd < 0) {
 		int e = errno;
-		delete c;
+		delete sc;
 		errno = e;
 		return nullptr;
 	}
 	if (int rc = o.open_context(c); rc != 0) {
 		close(ctx.async_fd);
-		delete c;
+		delete sc;
 		errno = rc;
 		return nullptr;
 	}
@@ -305,10 +318,14 @@ RV_PIN(ibv_open_device);
 RV_EXPORT int ibv_close_device(ibv_context *context)
 {
 	rv_context *c = ctx_of(context);
+	if (c->ops->provider) { /* the provider's free_context frees it all */
+		c->ops->free_context(c);
+		return 0;
+	}
 	c->ops->free_context(c);
 	close(context->async_fd);
 	pthread_mutex_destroy(&context->mutex);
-	delete c;
+	delete reinterpret_cast<rv_soft_context *>(c);
 	return 0;
 }
 RV_PIN(ibv_close_device);
@@ -555,6 +572,10 @@ RV_EXPORT int ibv_get_cq_event(ibv_comp_channel *channel, ibv_cq **cq, void **cq
 	c->events.erase(c->events.begin());
 	*cq = q;
 	*cq_context = q->cq_context;
+	/* A provider's own account of the event (libmlx5: the CQ's arm
+	 * sequence number moves on), as libibverbs calls it. */
+	if (rv_context *rc = ctx_of(q->context); rc->ops->provider && rc->prov.cq_event != nullptr)
+		rc->prov.cq_event(q);
 	return 0;
 }
 RV_PIN(ibv_get_cq_event);
@@ -681,10 +702,16 @@ RV_EXPORT int ibv_detach_mcast(ibv_qp *q, const ibv_gid *gid, uint16_t lid)
 }
 RV_PIN(ibv_detach_mcast);
 
-RV_EXPORT ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *)
+RV_EXPORT ibv_qp_ex *ibv_qp_to_qp_ex(ibv_qp *qp)
 {
-	/* No QP here is created with send ops (ibv_create_qp_ex refuses
-	 * them): libibverbs returns NULL for such a QP too. */
+	/* A provider's QP (kind mlx5) is a verbs_qp: libibverbs' answer,
+	 * its ibv_qp_ex when the provider filled its send ops (VERBS_QP_EX,
+	 * 1 << 1). No soft QP is created with send ops (ibv_create_qp_ex
+	 * refuses them): NULL, as libibverbs answers for such a QP too. */
+	if (ctx_of(qp->context)->ops->provider) {
+		auto *vqp = reinterpret_cast<pabi::verbs_qp *>(qp);
+		return (vqp->comp_mask & (1u << 1)) ? &vqp->qp_ex : nullptr;
+	}
 	return nullptr;
 }
 

@@ -172,7 +172,9 @@ std::vector<port_config> load_ports(table_reader &root, const port_rules &rules)
 port_rules verbs_port_rules()
 {
 	return port_rules{.name_prefix = "rdg", .devargs_required = true, .addresses_required = true, .defaults = {},
-			  .extra = {}};
+			  .extra = [](table_reader &t, port_config &p, size_t) {
+				  p.kind = t.get_enum("kind", p.kind, {"soft", "mlx5"});
+			  }};
 }
 
 port_file load_port_file(const std::string &path, const port_rules &rules)

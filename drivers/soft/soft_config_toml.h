@@ -30,6 +30,9 @@
  *   steer               "auto", "software" or "flow" (soft_params.h)
  *   vlan                1 to 4094 (802.1Q VLAN ID; absent: untagged)
  *   ecn                 true or false (ECT(0) on datagrams without ECN bits)
+ *   kind                rdgram-verbs only (verbs_port_rules): "soft" (the
+ *                       default) or "mlx5", the verbs device the port is
+ *                       (docs/VERBS.md)
  *
  * Cold path: config loading, before the EAL starts. (NOT thread safe)
  */
@@ -63,6 +66,9 @@ struct port_config : soft_port_params {
 	std::vector<neighbour> neighbours;
 	uint32_t nb_mbufs = 8191;
 	uint16_t queues = 0; /* 0: the app's choice */
+	/* rdgram-verbs' device kind ("soft" or "mlx5"); other apps refuse
+	 * the key. */
+	std::string kind = "soft";
 	/* "file:line:column" of the table, for errors an app finds later
 	 * (need_devargs below). */
 	std::string where;
@@ -93,7 +99,7 @@ std::vector<port_config> load_ports(table_reader &root, const port_rules &rules)
 
 /* The rules of a port that is one of rdgram's libibverbs devices: named
  * rdg0, rdg1, ... by default (the verbs device name), devargs and
- * addresses required. */
+ * addresses required, and the key kind. */
 port_rules verbs_port_rules();
 
 /* A file of [eal] args and port tables only: the file rdgram-verbs is
