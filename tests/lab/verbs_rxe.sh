@@ -4,7 +4,7 @@
 # ibv_ud_pingpong and ib_send_lat -c UD on the host, under rdgram-verbs
 # (one port, the soft driver on net_af_packet over the lab's tap), against
 # the same tools on rxe0 in the guest: the host serving and calling, IPv4
-# and IPv6 GIDs; then ibv_ud_pingpong through Debian's libmlx5 on the same
+# and IPv6 GIDs; then both tools through Debian's libmlx5 on the same
 # port as the mlx5 kind (the emulated ConnectX). One guest boot for all
 # cases.
 #
@@ -51,13 +51,17 @@ peer_case "ib_send_lat v4, host serves"     server perftest    v4 lat $n $s "${l
 peer_case "ib_send_lat v4, host calls"      client perftest    v4 lat $n $s "${lat[@]}"
 peer_case "ib_send_lat v6, host serves"     server perftest    v6 lat $n $s "${lat[@]}"
 peer_case "ib_send_lat v6, host calls"      client perftest    v6 lat $n $s "${lat[@]}"
-# The same ibv_ud_pingpong through Debian's libmlx5 on a kind = "mlx5"
+# The same tools through Debian's libmlx5 on a kind = "mlx5"
 # port (the emulated ConnectX, docs/VERBS.md): libmlx5 writes the WQEs,
 # rdgram's NIC thread puts them on the tap.
 peer_case "ibv_ud_pingpong v4 mlx5, host serves" server ud_pingpong v4 lat $n $s "${pp[@]}"
 peer_case "ibv_ud_pingpong v4 mlx5, host calls"  client ud_pingpong v4 lat $n $s "${pp[@]}"
 peer_case "ibv_ud_pingpong v6 mlx5, host serves" server ud_pingpong v6 lat $n $s "${pp[@]}"
 peer_case "ibv_ud_pingpong v6 mlx5, host calls"  client ud_pingpong v6 lat $n $s "${pp[@]}"
+peer_case "ib_send_lat v4 mlx5, host serves"     server perftest    v4 lat $n $s "${lat[@]}"
+peer_case "ib_send_lat v4 mlx5, host calls"      client perftest    v4 lat $n $s "${lat[@]}"
+peer_case "ib_send_lat v6 mlx5, host serves"     server perftest    v6 lat $n $s "${lat[@]}"
+peer_case "ib_send_lat v6 mlx5, host calls"      client perftest    v6 lat $n $s "${lat[@]}"
 
 # The host's verbs device: rdg0 on the tap, GID 0 the link-local one, then
 # 10.77.0.1 (index 1) and fd77::1 (index 2). MTU 2048: net_af_packet's
