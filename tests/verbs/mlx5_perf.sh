@@ -7,7 +7,7 @@
 #   - rdgram-perf on the soft driver at the other end (its own rendezvous,
 #     --oob-proto rdgram): latency with the mlx5 side serving (IPv6 GID);
 #     no bandwidth case yet: its last FIN answer went missing in two of
-#     five runs, either way round (docs/VERBS.md);
+#     five runs, either way round (docs/VERBS.md, "Not yet");
 #   - perftest's ib_send_lat / ib_send_bw -c UD through Debian's libmlx5
 #     on a second rdgram-verbs (--oob-proto perftest): every message
 #     checked by rdgram-perf (source QPN, GID, size).
