@@ -899,13 +899,23 @@ int m_create_ah(rv_context *c, ibv_pd *, const ibv_ah_attr *attr, void *out, siz
 	r.response_length = uint32_t(std::min(outlen, sizeof(r)));
 	std::lock_guard<std::mutex> g(d.ctl);
 	dp_lock(d);
+	/* A free slot, else a retired one (its soft AH goes now). */
 	unsigned slot = 0;
-	while (slot < m5::max_avs && n.avs[slot].refs != 0)
+	while (slot < m5::max_avs && (n.avs[slot].refs != 0 || n.avs[slot].retired))
 		slot++;
+	if (slot == m5::max_avs) {
+		slot = 0;
+		while (slot < m5::max_avs && n.avs[slot].refs != 0)
+			slot++;
+	}
 	if (slot == m5::max_avs) {
 		d.dev.destroy_ah(h);
 		dp_unlock(d);
 		return ENOMEM;
+	}
+	if (n.avs[slot].retired) {
+		d.dev.destroy_ah(n.avs[slot].h);
+		n.avs[slot].retired = false;
 	}
 	const soft::soft_av *av = d.dev.ahs().replica(0).lookup(h);
 	if (av != nullptr)
@@ -935,8 +945,10 @@ int m_destroy_ah(rv_context *c, uint32_t handle)
 	m5::av_entry &e = n.avs[handle];
 	int rc = EINVAL;
 	if (e.refs != 0) {
-		rc = d.dev.destroy_ah(e.h);
+		/* Retired: the soft AH stays for the WQEs that carry its AV. */
+		rc = 0;
 		e.refs = 0;
+		e.retired = true;
 	}
 	dp_unlock(d);
 	return rc;

@@ -172,13 +172,21 @@ inline const mr *mr_of(const nic &n, uint32_t lkey, uint64_t addr, uint32_t len)
 	return m;
 }
 
-inline const av_entry *av_find(const nic &n, const mlx5_wqe_av &av)
+inline const av_entry *av_find(nic &n, const mlx5_wqe_av &av)
 {
 	const uint8_t sgid = uint8_t(be32toh(av.grh_gid_fl) >> 20);
-	for (const av_entry &e : n.avs)
-		if (e.refs != 0 && e.sgid_index == sgid && memcmp(e.rgid, av.rgid, 16) == 0)
+	const av_entry *old = nullptr;
+	for (const av_entry &e : n.avs) {
+		if (e.sgid_index != sgid || memcmp(e.rgid, av.rgid, 16) != 0)
+			continue;
+		if (e.refs != 0)
 			return &e;
-	return nullptr;
+		if (e.retired && old == nullptr)
+			old = &e;
+	}
+	if (old != nullptr)
+		n.ctr.tx_av_retired++;
+	return old;
 }
 
 /* One parsed send WQE, ready for the soft queue. */

@@ -50,6 +50,7 @@ namespace m5 {
 	X(tx_ds_err, "send WQE whose DS count is 0, past the SQ, or inconsistent (LOCAL_QP_OP_ERR)")   \
 	X(tx_compact_av, "compact (non-GRH) AV on the RoCE port (LOCAL_QP_OP_ERR)")                     \
 	X(tx_av_unknown, "AV to a GID no create_ah of this device resolved: not sent (success CQE)")   \
+	X(tx_av_retired, "WQE parses with the AV of a destroyed AH: sent, the WQE carries it (event)") \
 	X(tx_no_mbuf, "send the soft queue dropped (counted there too)")                              \
 	X(rx_no_qp, "datagram for a QPN the device does not have")                                     \
 	X(rx_qp_not_ready, "datagram for a QP not in RTR/RTS")                                         \
@@ -130,11 +131,16 @@ struct mr {
 };
 
 /* A destination a create_ah of this device resolved: the soft AH that
- * carries frames to it. */
+ * carries frames to it. A ConnectX never looks an AH up: the WQE carries
+ * the whole AV, and a program may destroy the AH while WQEs made from it
+ * wait in the SQ (drivers/mlx5 and libmlx5 both copy the AV). So a
+ * destroyed entry is retired, not freed: its soft AH stays until its slot
+ * is needed again, and sends to its GID still go (docs/HARDWARE.md). */
 struct av_entry {
 	uint8_t rgid[16];
 	uint8_t sgid_index;
-	bool loop; /* one of the port's own GIDs */
+	bool loop;    /* one of the port's own GIDs */
+	bool retired; /* destroyed by the program; h still valid */
 	uint32_t refs;
 	ah_handle h;
 };
